@@ -1,0 +1,356 @@
+// Package config holds the broker's configuration: Kafka-named server
+// properties with Kafka's defaults, read from a .properties file, and the
+// per-topic configuration derived from them plus a topic's overrides.
+//
+// Broker properties (server.properties names) map onto topic configs the way
+// Kafka maps them:
+//
+//	broker property                 topic config            default
+//	log.segment.bytes               segment.bytes           1073741824
+//	log.roll.ms / log.roll.hours    segment.ms              168 h
+//	log.index.size.max.bytes        segment.index.bytes     10485760
+//	log.index.interval.bytes        index.interval.bytes    4096
+//	log.retention.ms/minutes/hours  retention.ms            168 h
+//	log.retention.bytes             retention.bytes         -1
+//	log.flush.interval.messages     flush.messages          page cache
+//	log.flush.interval.ms           flush.ms                page cache
+//	message.max.bytes               max.message.bytes       1048588
+//	log.message.timestamp.type      message.timestamp.type  CreateTime
+//	log.cleanup.policy              cleanup.policy          delete
+//
+// Unknown broker properties are kept (and reported by Unknown) but ignored,
+// as Kafka does; unknown topic configs are rejected.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid is returned (wrapped) for a malformed properties file, an
+// unparsable value or an unknown topic config.
+var ErrInvalid = errors.New("config: invalid")
+
+// Broker is the typed broker configuration. Durations are in milliseconds as
+// in Kafka; -1 means "unset / forever" where Kafka uses it so.
+type Broker struct {
+	NodeID                      int32  // node.id / broker.id
+	AdvertisedListener          string // advertised.listeners (host:port; a PLAINTEXT:// prefix is accepted)
+	NumPartitions               int32  // num.partitions
+	DefaultReplicationFactor    int16  // default.replication.factor
+	AutoCreateTopics            bool   // auto.create.topics.enable
+	DeleteTopicEnable           bool   // delete.topic.enable
+	SocketRequestMaxBytes       int32  // socket.request.max.bytes
+	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
+	ClusterID                   string // cluster.id
+	TopicDefaults               Topic  // the log.* properties, as topic configs
+
+	props map[string]string // everything that was set, raw
+}
+
+// Topic is a topic's effective configuration (Kafka topic-config names).
+type Topic struct {
+	SegmentBytes         int64  // segment.bytes
+	SegmentMs            int64  // segment.ms
+	SegmentIndexBytes    int64  // segment.index.bytes
+	IndexIntervalBytes   int64  // index.interval.bytes
+	RetentionMs          int64  // retention.ms (-1 = forever)
+	RetentionBytes       int64  // retention.bytes (-1 = no limit)
+	FlushMessages        int64  // flush.messages (math.MaxInt64 = leave it to the page cache)
+	FlushMs              int64  // flush.ms (math.MaxInt64 = leave it to the page cache)
+	MaxMessageBytes      int64  // max.message.bytes
+	MessageTimestampType string // message.timestamp.type: CreateTime | LogAppendTime
+	CleanupPolicy        string // cleanup.policy: delete | compact | compact,delete
+}
+
+// Default returns the broker configuration with Apache Kafka's defaults.
+func Default() Broker {
+	return Broker{
+		NodeID:                      0,
+		NumPartitions:               1,
+		DefaultReplicationFactor:    1,
+		AutoCreateTopics:            true,
+		DeleteTopicEnable:           true,
+		SocketRequestMaxBytes:       104857600,
+		LogRetentionCheckIntervalMs: 300000,
+		ClusterID:                   "sluice-cluster",
+		TopicDefaults: Topic{
+			SegmentBytes:         1 << 30,
+			SegmentMs:            168 * 3600 * 1000,
+			SegmentIndexBytes:    10 << 20,
+			IndexIntervalBytes:   4096,
+			RetentionMs:          168 * 3600 * 1000,
+			RetentionBytes:       -1,
+			FlushMessages:        math.MaxInt64,
+			FlushMs:              math.MaxInt64,
+			MaxMessageBytes:      1048588,
+			MessageTimestampType: "CreateTime",
+			CleanupPolicy:        "delete",
+		},
+		props: map[string]string{},
+	}
+}
+
+// brokerProp describes one supported broker property.
+type brokerProp struct {
+	name  string
+	doc   string
+	apply func(b *Broker, v string) error
+	get   func(b *Broker) string
+}
+
+func parseInt(v string, bits int) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("not an integer: %q", v)
+	}
+	return n, nil
+}
+
+func int64Prop(name, doc string, field func(*Broker) *int64, min int64) brokerProp {
+	return brokerProp{name: name, doc: doc,
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 64)
+			if err != nil {
+				return err
+			}
+			if n < min {
+				return fmt.Errorf("must be >= %d, got %d", min, n)
+			}
+			*field(b) = n
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.FormatInt(*field(b), 10) },
+	}
+}
+
+func boolProp(name, doc string, field func(*Broker) *bool) brokerProp {
+	return brokerProp{name: name, doc: doc,
+		apply: func(b *Broker, v string) error {
+			x, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("not a boolean: %q", v)
+			}
+			*field(b) = x
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.FormatBool(*field(b)) },
+	}
+}
+
+func scaledProp(name, doc string, field func(*Broker) *int64, scale int64) brokerProp {
+	return brokerProp{name: name, doc: doc,
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 64)
+			if err != nil {
+				return err
+			}
+			if n < 0 {
+				*field(b) = -1
+				return nil
+			}
+			if n > math.MaxInt64/scale {
+				return fmt.Errorf("too large: %d", n)
+			}
+			*field(b) = n * scale
+			return nil
+		},
+		get: func(b *Broker) string {
+			if *field(b) < 0 {
+				return "-1"
+			}
+			return strconv.FormatInt(*field(b)/scale, 10)
+		},
+	}
+}
+
+var brokerProps = []brokerProp{
+	{name: "node.id", doc: "this broker's id",
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 32)
+			if err != nil || n < 0 {
+				return fmt.Errorf("must be a non-negative integer: %q", v)
+			}
+			b.NodeID = int32(n)
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.Itoa(int(b.NodeID)) }},
+	{name: "advertised.listeners", doc: "host:port clients are told to connect to (default: the bound listen address)",
+		apply: func(b *Broker, v string) error {
+			v = strings.TrimSpace(v)
+			if i := strings.Index(v, "://"); i >= 0 {
+				v = v[i+3:]
+			}
+			if i := strings.IndexByte(v, ','); i >= 0 {
+				v = v[:i]
+			}
+			b.AdvertisedListener = v
+			return nil
+		},
+		get: func(b *Broker) string { return b.AdvertisedListener }},
+	{name: "num.partitions", doc: "partitions of an auto-created topic or of CreateTopics with -1",
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 32)
+			if err != nil || n < 1 {
+				return fmt.Errorf("must be a positive integer: %q", v)
+			}
+			b.NumPartitions = int32(n)
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.Itoa(int(b.NumPartitions)) }},
+	{name: "default.replication.factor", doc: "replication factor of auto-created topics (only 1 on a single node)",
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 16)
+			if err != nil || n < 1 {
+				return fmt.Errorf("must be a positive integer: %q", v)
+			}
+			b.DefaultReplicationFactor = int16(n)
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.Itoa(int(b.DefaultReplicationFactor)) }},
+	boolProp("auto.create.topics.enable", "create a topic on first use (Metadata, Produce)", func(b *Broker) *bool { return &b.AutoCreateTopics }),
+	boolProp("delete.topic.enable", "allow DeleteTopics", func(b *Broker) *bool { return &b.DeleteTopicEnable }),
+	{name: "socket.request.max.bytes", doc: "largest request frame accepted; a larger one closes the connection",
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt(v, 32)
+			if err != nil || n < 64 {
+				return fmt.Errorf("must be an integer >= 64: %q", v)
+			}
+			b.SocketRequestMaxBytes = int32(n)
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.Itoa(int(b.SocketRequestMaxBytes)) }},
+	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
+	{name: "cluster.id", doc: "cluster id reported in Metadata",
+		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },
+		get:   func(b *Broker) string { return b.ClusterID }},
+	int64Prop("log.segment.bytes", "segment file size before rolling (topic: segment.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentBytes }, 14),
+	int64Prop("log.roll.ms", "segment age before rolling (topic: segment.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentMs }, 1),
+	scaledProp("log.roll.hours", "segment age before rolling, hours (log.roll.ms wins)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentMs }, 3600*1000),
+	int64Prop("log.index.size.max.bytes", "offset index size (topic: segment.index.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentIndexBytes }, 4),
+	int64Prop("log.index.interval.bytes", "bytes between index entries (topic: index.interval.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.IndexIntervalBytes }, 0),
+	int64Prop("log.retention.ms", "age after which segments are deleted, -1 forever (topic: retention.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, -1),
+	scaledProp("log.retention.minutes", "retention in minutes (log.retention.ms wins)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, 60*1000),
+	scaledProp("log.retention.hours", "retention in hours (log.retention.minutes and .ms win)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, 3600*1000),
+	int64Prop("log.retention.bytes", "partition size above which old segments are deleted, -1 no limit (topic: retention.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionBytes }, -1),
+	int64Prop("log.flush.interval.messages", "fsync after this many messages (topic: flush.messages); default: page cache", func(b *Broker) *int64 { return &b.TopicDefaults.FlushMessages }, 1),
+	int64Prop("log.flush.interval.ms", "fsync data older than this (topic: flush.ms); default: page cache", func(b *Broker) *int64 { return &b.TopicDefaults.FlushMs }, 0),
+	int64Prop("message.max.bytes", "largest record batch accepted (topic: max.message.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.MaxMessageBytes }, 0),
+	{name: "log.message.timestamp.type", doc: "CreateTime or LogAppendTime (topic: message.timestamp.type)",
+		apply: func(b *Broker, v string) error {
+			t, err := parseTimestampType(v)
+			b.TopicDefaults.MessageTimestampType = t
+			return err
+		},
+		get: func(b *Broker) string { return b.TopicDefaults.MessageTimestampType }},
+	{name: "log.cleanup.policy", doc: "delete, compact or compact,delete (topic: cleanup.policy)",
+		apply: func(b *Broker, v string) error {
+			p, err := parseCleanupPolicy(v)
+			b.TopicDefaults.CleanupPolicy = p
+			return err
+		},
+		get: func(b *Broker) string { return b.TopicDefaults.CleanupPolicy }},
+}
+
+// applyOrder makes the more precise duration keys win whatever the file order:
+// coarse keys are applied first.
+var applyOrder = map[string]int{
+	"log.roll.hours": -2, "log.retention.hours": -2, "log.retention.minutes": -1,
+}
+
+var brokerAliases = map[string]string{"broker.id": "node.id"}
+
+// FromProperties applies properties on top of Kafka's defaults.
+func FromProperties(props map[string]string) (Broker, error) {
+	b := Default()
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if applyOrder[keys[i]] != applyOrder[keys[j]] {
+			return applyOrder[keys[i]] < applyOrder[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v := props[k]
+		b.props[k] = v
+		name := k
+		if a, ok := brokerAliases[k]; ok {
+			name = a
+		}
+		p, ok := findBrokerProp(name)
+		if !ok {
+			continue
+		}
+		if err := p.apply(&b, v); err != nil {
+			return Broker{}, fmt.Errorf("%w: %s: %v", ErrInvalid, k, err)
+		}
+	}
+	return b, nil
+}
+
+// Parse reads a properties file's bytes into a Broker configuration.
+func Parse(data []byte) (Broker, error) {
+	props, err := ParseProperties(data)
+	if err != nil {
+		return Broker{}, err
+	}
+	return FromProperties(props)
+}
+
+func findBrokerProp(name string) (brokerProp, bool) {
+	for _, p := range brokerProps {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return brokerProp{}, false
+}
+
+// Unknown lists the properties that were set but are not understood (and so
+// ignored), sorted.
+func (b Broker) Unknown() []string {
+	var out []string
+	for k := range b.props {
+		name := k
+		if a, ok := brokerAliases[k]; ok {
+			name = a
+		}
+		if _, ok := findBrokerProp(name); !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Entry is one configuration value as DescribeConfigs reports it.
+type Entry struct {
+	Name      string
+	Value     string
+	IsDefault bool   // Kafka's default, not set anywhere
+	Source    int8   // Kafka ConfigSource: 1 dynamic topic, 4 static broker, 5 default
+	Doc       string // one line
+}
+
+// Entries lists every supported broker property with its effective value.
+func (b Broker) Entries() []Entry {
+	def := Default()
+	out := make([]Entry, 0, len(brokerProps))
+	for _, p := range brokerProps {
+		v := p.get(&b)
+		set := v != p.get(&def)
+		src := int8(5)
+		if set {
+			src = 4
+		}
+		out = append(out, Entry{Name: p.name, Value: v, IsDefault: !set, Source: src, Doc: p.doc})
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// topicProp describes one supported topic config.
+type topicProp struct {
+	name   string
+	broker string // the broker property that supplies its default
+	doc    string
+	set    func(t *Topic, v string) error
+	get    func(t *Topic) string
+}
+
+func topicInt(name, broker, doc string, field func(*Topic) *int64, min int64) topicProp {
+	return topicProp{name: name, broker: broker, doc: doc,
+		set: func(t *Topic, v string) error {
+			n, err := parseInt(v, 64)
+			if err != nil {
+				return err
+			}
+			if n < min {
+				return fmt.Errorf("must be >= %d, got %d", min, n)
+			}
+			*field(t) = n
+			return nil
+		},
+		get: func(t *Topic) string { return strconv.FormatInt(*field(t), 10) },
+	}
+}
+
+var topicProps = []topicProp{
+	topicInt("segment.bytes", "log.segment.bytes", "segment file size before rolling", func(t *Topic) *int64 { return &t.SegmentBytes }, 14),
+	topicInt("segment.ms", "log.roll.ms", "segment age before rolling", func(t *Topic) *int64 { return &t.SegmentMs }, 1),
+	topicInt("segment.index.bytes", "log.index.size.max.bytes", "offset index size", func(t *Topic) *int64 { return &t.SegmentIndexBytes }, 4),
+	topicInt("index.interval.bytes", "log.index.interval.bytes", "bytes between index entries", func(t *Topic) *int64 { return &t.IndexIntervalBytes }, 0),
+	topicInt("retention.ms", "log.retention.ms", "age after which segments are deleted; -1 forever", func(t *Topic) *int64 { return &t.RetentionMs }, -1),
+	topicInt("retention.bytes", "log.retention.bytes", "size above which old segments are deleted; -1 no limit", func(t *Topic) *int64 { return &t.RetentionBytes }, -1),
+	topicInt("flush.messages", "log.flush.interval.messages", "fsync after this many messages", func(t *Topic) *int64 { return &t.FlushMessages }, 1),
+	topicInt("flush.ms", "log.flush.interval.ms", "fsync data older than this", func(t *Topic) *int64 { return &t.FlushMs }, 0),
+	topicInt("max.message.bytes", "message.max.bytes", "largest record batch accepted", func(t *Topic) *int64 { return &t.MaxMessageBytes }, 0),
+	{name: "message.timestamp.type", broker: "log.message.timestamp.type", doc: "CreateTime or LogAppendTime",
+		set: func(t *Topic, v string) error {
+			x, err := parseTimestampType(v)
+			t.MessageTimestampType = x
+			return err
+		},
+		get: func(t *Topic) string { return t.MessageTimestampType }},
+	{name: "cleanup.policy", broker: "log.cleanup.policy", doc: "delete, compact or compact,delete",
+		set: func(t *Topic, v string) error {
+			x, err := parseCleanupPolicy(v)
+			t.CleanupPolicy = x
+			return err
+		},
+		get: func(t *Topic) string { return t.CleanupPolicy }},
+}
+
+func findTopicProp(name string) (topicProp, bool) {
+	for _, p := range topicProps {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return topicProp{}, false
+}
+
+func parseTimestampType(v string) (string, error) {
+	switch strings.TrimSpace(v) {
+	case "CreateTime":
+		return "CreateTime", nil
+	case "LogAppendTime":
+		return "LogAppendTime", nil
+	}
+	return "CreateTime", fmt.Errorf("must be CreateTime or LogAppendTime, got %q", v)
+}
+
+func parseCleanupPolicy(v string) (string, error) {
+	parts := strings.Split(strings.ReplaceAll(v, " ", ""), ",")
+	var del, comp bool
+	for _, p := range parts {
+		switch p {
+		case "delete":
+			del = true
+		case "compact":
+			comp = true
+		default:
+			return "delete", fmt.Errorf("must be delete, compact or compact,delete, got %q", v)
+		}
+	}
+	switch {
+	case del && comp:
+		return "compact,delete", nil
+	case comp:
+		return "compact", nil
+	}
+	return "delete", nil
+}
+
+// ValidateTopicConfigs checks topic overrides (CreateTopics configs): every
+// key must be a supported topic config with a valid value. A nil value means
+// "use the default" and is accepted.
+func ValidateTopicConfigs(overrides map[string]*string) error {
+	var t Topic
+	for k, v := range overrides {
+		p, ok := findTopicProp(k)
+		if !ok {
+			return fmt.Errorf("%w: unknown topic config %q (supported: %s)", ErrInvalid, k, strings.Join(TopicConfigNames(), ", "))
+		}
+		if v == nil {
+			continue
+		}
+		if err := p.set(&t, *v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, k, err)
+		}
+	}
+	return nil
+}
+
+// TopicConfigNames lists the supported topic config names, sorted.
+func TopicConfigNames() []string {
+	out := make([]string, 0, len(topicProps))
+	for _, p := range topicProps {
+		out = append(out, p.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ResolveTopic applies a topic's overrides on top of the broker defaults.
+// Overrides were validated when stored; an invalid one is ignored.
+func (b Broker) ResolveTopic(overrides map[string]string) Topic {
+	t := b.TopicDefaults
+	for k, v := range overrides {
+		if p, ok := findTopicProp(k); ok {
+			tmp := t
+			if p.set(&tmp, v) == nil {
+				t = tmp
+			}
+		}
+	}
+	return t
+}
+
+// TopicEntries lists a topic's effective configs: overrides as source 1
+// (dynamic topic config), inherited broker values as 4 (static broker) when
+// the broker property was set, else 5 (default).
+func (b Broker) TopicEntries(overrides map[string]string) []Entry {
+	t := b.ResolveTopic(overrides)
+	def := Default().TopicDefaults
+	out := make([]Entry, 0, len(topicProps))
+	for _, p := range topicProps {
+		e := Entry{Name: p.name, Value: p.get(&t), Doc: p.doc}
+		switch _, over := overrides[p.name]; {
+		case over:
+			e.Source = 1
+		case p.get(&b.TopicDefaults) != p.get(&def):
+			e.Source = 4
+		default:
+			e.Source, e.IsDefault = 5, true
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// PageCacheFlush reports whether a flush setting means "leave it to the page
+// cache" (Kafka's Long.MAX_VALUE default).
+func PageCacheFlush(v int64) bool { return v == math.MaxInt64 }
