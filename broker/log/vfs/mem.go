@@ -1,0 +1,374 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ErrCrashed is returned by a Mem file handle opened before Mem.Crash.
+var ErrCrashed = errors.New("vfs: file handle from before a simulated crash")
+
+// Mem is an in-memory FS that tracks what is durable. Crash reverts it to the
+// state a machine would see after power loss: every file keeps only the bytes
+// of its last Sync, and only directory entries made durable by SyncDir exist.
+// It is safe for concurrent use.
+type Mem struct {
+	mu      sync.Mutex
+	gen     int
+	live    map[string]*memNode // current namespace
+	durable map[string]*memNode // namespace as of the last SyncDir of each directory
+}
+
+type memNode struct {
+	mu     sync.RWMutex
+	isDir  bool
+	data   []byte
+	synced []byte
+}
+
+// NewMem returns an empty in-memory file system.
+func NewMem() *Mem {
+	return &Mem{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+}
+
+func clean(name string) string { return path.Clean("/" + name) }
+
+func isRoot(p string) bool { return p == "/" }
+
+// Crash simulates power loss: unsynced data and unsynced directory entries are
+// lost, and every open handle starts failing with ErrCrashed.
+func (m *Mem) Crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	live := make(map[string]*memNode, len(m.durable))
+	for p, n := range m.durable {
+		// An entry survives only if every ancestor directory survived.
+		ok := true
+		for d := path.Dir(p); !isRoot(d); d = path.Dir(d) {
+			if _, found := m.durable[d]; !found {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		n.mu.Lock()
+		n.data = append([]byte(nil), n.synced...)
+		n.mu.Unlock()
+		live[p] = n
+	}
+	m.live = live
+	durable := make(map[string]*memNode, len(live))
+	for p, n := range live {
+		durable[p] = n
+	}
+	m.durable = durable
+}
+
+func (m *Mem) parentExists(p string) error {
+	d := path.Dir(p)
+	if isRoot(d) {
+		return nil
+	}
+	n, ok := m.live[d]
+	if !ok || !n.isDir {
+		return &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	return nil
+}
+
+// Create creates or truncates a file.
+func (m *Mem) Create(name string) (File, error) {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.parentExists(p); err != nil {
+		return nil, err
+	}
+	if n, ok := m.live[p]; ok && n.isDir {
+		return nil, &fs.PathError{Op: "create", Path: p, Err: errors.New("is a directory")}
+	}
+	// A new node: the old one (if any) may still be referenced by durable state.
+	n := &memNode{}
+	m.live[p] = n
+	return &memFile{fs: m, n: n, gen: m.gen, name: p, write: true}, nil
+}
+
+func (m *Mem) open(name string, write bool) (File, error) {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.live[p]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	if n.isDir {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("is a directory")}
+	}
+	return &memFile{fs: m, n: n, gen: m.gen, name: p, write: write}, nil
+}
+
+// OpenReadWrite opens an existing file for reading and writing.
+func (m *Mem) OpenReadWrite(name string) (File, error) { return m.open(name, true) }
+
+// Open opens an existing file for reading.
+func (m *Mem) Open(name string) (File, error) { return m.open(name, false) }
+
+// Remove removes a file or an empty directory.
+func (m *Mem) Remove(name string) error {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.live[p]
+	if !ok {
+		return &fs.PathError{Op: "remove", Path: p, Err: fs.ErrNotExist}
+	}
+	if n.isDir {
+		for q := range m.live {
+			if strings.HasPrefix(q, p+"/") {
+				return &fs.PathError{Op: "remove", Path: p, Err: errors.New("directory not empty")}
+			}
+		}
+	}
+	delete(m.live, p)
+	return nil
+}
+
+// RemoveAll removes a tree.
+func (m *Mem) RemoveAll(name string) error {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for q := range m.live {
+		if q == p || strings.HasPrefix(q, p+"/") {
+			delete(m.live, q)
+		}
+	}
+	return nil
+}
+
+// Rename renames a file (not a directory) atomically.
+func (m *Mem) Rename(oldname, newname string) error {
+	op, np := clean(oldname), clean(newname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.live[op]
+	if !ok {
+		return &fs.PathError{Op: "rename", Path: op, Err: fs.ErrNotExist}
+	}
+	if n.isDir {
+		return &fs.PathError{Op: "rename", Path: op, Err: errors.New("mem: renaming directories is not supported")}
+	}
+	if err := m.parentExists(np); err != nil {
+		return err
+	}
+	delete(m.live, op)
+	m.live[np] = n
+	return nil
+}
+
+// MkdirAll creates a directory and its parents.
+func (m *Mem) MkdirAll(dir string) error {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var chain []string
+	for d := p; !isRoot(d); d = path.Dir(d) {
+		chain = append(chain, d)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		d := chain[i]
+		if n, ok := m.live[d]; ok {
+			if !n.isDir {
+				return &fs.PathError{Op: "mkdir", Path: d, Err: errors.New("not a directory")}
+			}
+			continue
+		}
+		m.live[d] = &memNode{isDir: true}
+	}
+	return nil
+}
+
+// List returns the sorted names of dir's entries.
+func (m *Mem) List(dir string) ([]string, error) {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !isRoot(p) {
+		if n, ok := m.live[p]; !ok || !n.isDir {
+			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fs.ErrNotExist}
+		}
+	}
+	var names []string
+	for q := range m.live {
+		if path.Dir(q) == p && q != p {
+			names = append(names, path.Base(q))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Stat reports a file's size and whether it is a directory.
+func (m *Mem) Stat(name string) (int64, bool, error) {
+	p := clean(name)
+	m.mu.Lock()
+	n, ok := m.live[p]
+	m.mu.Unlock()
+	if !ok {
+		if isRoot(p) {
+			return 0, true, nil
+		}
+		return 0, false, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return int64(len(n.data)), n.isDir, nil
+}
+
+// SyncDir makes dir's current entries durable.
+func (m *Mem) SyncDir(dir string) error {
+	p := clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !isRoot(p) {
+		if n, ok := m.live[p]; !ok || !n.isDir {
+			return &fs.PathError{Op: "syncdir", Path: p, Err: fs.ErrNotExist}
+		}
+	}
+	for q := range m.durable {
+		if path.Dir(q) == p {
+			delete(m.durable, q)
+		}
+	}
+	for q, n := range m.live {
+		if path.Dir(q) == p && q != p {
+			m.durable[q] = n
+		}
+	}
+	return nil
+}
+
+type memFile struct {
+	fs     *Mem
+	n      *memNode
+	gen    int
+	name   string
+	write  bool
+	closed bool
+}
+
+func (f *memFile) check() error {
+	if f.closed {
+		return fmt.Errorf("vfs: %s: %w", f.name, fs.ErrClosed)
+	}
+	f.fs.mu.Lock()
+	gen := f.fs.gen
+	f.fs.mu.Unlock()
+	if gen != f.gen {
+		return fmt.Errorf("vfs: %s: %w", f.name, ErrCrashed)
+	}
+	return nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, errors.New("vfs: negative offset")
+	}
+	f.n.mu.RLock()
+	defer f.n.mu.RUnlock()
+	if off >= int64(len(f.n.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.n.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	if !f.write {
+		return 0, fmt.Errorf("vfs: %s opened read-only", f.name)
+	}
+	if off < 0 {
+		return 0, errors.New("vfs: negative offset")
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	end := off + int64(len(p))
+	if old := int64(len(f.n.data)); end > old {
+		if end > int64(cap(f.n.data)) {
+			grown := make([]byte, end, max(end, 2*int64(cap(f.n.data))))
+			copy(grown, f.n.data)
+			f.n.data = grown
+		} else {
+			f.n.data = f.n.data[:end]
+		}
+		if off > old {
+			clear(f.n.data[old:off]) // a hole reads as zeros
+		}
+	}
+	copy(f.n.data[off:], p)
+	return len(p), nil
+}
+
+func (f *memFile) Close() error {
+	if f.closed {
+		return fmt.Errorf("vfs: %s: %w", f.name, fs.ErrClosed)
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Sync() error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	f.n.synced = append(f.n.synced[:0], f.n.data...)
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	if !f.write {
+		return fmt.Errorf("vfs: %s opened read-only", f.name)
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	if size <= int64(len(f.n.data)) {
+		f.n.data = f.n.data[:size]
+		return nil
+	}
+	grown := make([]byte, size)
+	copy(grown, f.n.data)
+	f.n.data = grown
+	return nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	f.n.mu.RLock()
+	defer f.n.mu.RUnlock()
+	return int64(len(f.n.data)), nil
+}
