@@ -1,0 +1,5 @@
+//go:build race
+
+package kafka
+
+const raceEnabled = true
