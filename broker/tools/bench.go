@@ -1,0 +1,378 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Clock is the time source of the benchmarks (time is an input).
+type Clock interface {
+	Now() time.Time
+	Sleep(d time.Duration)
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time        { return time.Now() }
+func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
+
+// WallClock is the real clock.
+var WallClock Clock = wallClock{}
+
+// BenchResult is a benchmark's final figures. Latencies are in milliseconds;
+// MB is 2^20 bytes, as in Kafka's perf tools.
+type BenchResult struct {
+	Records  int64
+	Bytes    int64
+	Elapsed  time.Duration
+	AvgMs    float64
+	MaxMs    float64
+	P50Ms    float64
+	P95Ms    float64
+	P99Ms    float64
+	P999Ms   float64
+	Produced bool // latencies are only measured when producing
+}
+
+// RecordsPerSec is the record throughput.
+func (r BenchResult) RecordsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Records) / r.Elapsed.Seconds()
+}
+
+// MBPerSec is the byte throughput in MiB per second.
+func (r BenchResult) MBPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) / (1 << 20) / r.Elapsed.Seconds()
+}
+
+// String is the final line, in the shape of Kafka's ProducerPerformance.
+func (r BenchResult) String() string {
+	if !r.Produced {
+		return fmt.Sprintf("%d records received, %.1f records/sec (%.2f MB/sec), %.2f MB in %.3f s",
+			r.Records, r.RecordsPerSec(), r.MBPerSec(), float64(r.Bytes)/(1<<20), r.Elapsed.Seconds())
+	}
+	return fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.",
+		r.Records, r.RecordsPerSec(), r.MBPerSec(), r.AvgMs, r.MaxMs, r.P50Ms, r.P95Ms, r.P99Ms, r.P999Ms)
+}
+
+// ProducerBenchOptions configures ProducerBench.
+type ProducerBenchOptions struct {
+	ProducerConfig
+	// Topic to write to (created when Partitions > 0 and it is missing).
+	Topic string
+	// Records to send.
+	Records int64
+	// RecordSize is each value's size in bytes.
+	RecordSize int
+	// Throughput caps records per second; <= 0 means as fast as possible.
+	Throughput float64
+	// Partitions creates the topic with this many partitions when it does
+	// not exist yet; 0 leaves it to auto-creation.
+	Partitions int32
+	// ReportInterval between progress lines (default 5s).
+	ReportInterval time.Duration
+	// Clock defaults to WallClock.
+	Clock Clock
+}
+
+// window accumulates the progress of one report interval and the run.
+type window struct {
+	mu        sync.Mutex
+	records   int64
+	bytes     int64
+	latSumUs  int64
+	latMaxUs  int64
+	total     int64
+	totalB    int64
+	latencies []int32 // microseconds, every acknowledged record
+	err       error
+}
+
+func (w *window) add(bytes int, lat time.Duration, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return
+	}
+	us := lat.Microseconds()
+	w.records++
+	w.bytes += int64(bytes)
+	w.latSumUs += us
+	w.latMaxUs = max(w.latMaxUs, us)
+	w.total++
+	w.totalB += int64(bytes)
+	w.latencies = append(w.latencies, int32(min(us, 1<<31-1)))
+}
+
+func (w *window) report(out io.Writer, d time.Duration) {
+	w.mu.Lock()
+	n, b, sum, mx := w.records, w.bytes, w.latSumUs, w.latMaxUs
+	w.records, w.bytes, w.latSumUs, w.latMaxUs = 0, 0, 0, 0
+	w.mu.Unlock()
+	avg := 0.0
+	if n > 0 {
+		avg = float64(sum) / float64(n) / 1000
+	}
+	fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+		n, float64(n)/d.Seconds(), float64(b)/(1<<20)/d.Seconds(), avg, float64(mx)/1000)
+}
+
+// EnsureTopic creates topic with the given partitions unless it exists.
+func EnsureTopic(ctx context.Context, bootstrap, topic string, partitions int32) error {
+	adm, err := NewAdmin(bootstrap)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	_, err = adm.adm.CreateTopic(ctx, partitions, -1, nil, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("tools: create topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+// ProducerBench sends Records records of RecordSize bytes (one random
+// upper-case payload, as Kafka's ProducerPerformance does), prints a progress
+// line every ReportInterval to progress and returns the final figures.
+func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.Writer) (BenchResult, error) {
+	if opts.Topic == "" {
+		return BenchResult{}, badInput("--topic is required")
+	}
+	if opts.Records <= 0 || opts.RecordSize <= 0 {
+		return BenchResult{}, badInput("--records and --record-size must be positive")
+	}
+	if opts.Partitions < 0 {
+		return BenchResult{}, badInput("--partitions must be >= 0")
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = WallClock
+	}
+	interval := opts.ReportInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	kopts, err := opts.options()
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if opts.Partitions > 0 {
+		if err := EnsureTopic(ctx, opts.Bootstrap, opts.Topic, opts.Partitions); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	kopts = append(kopts, kgo.DefaultProduceTopic(opts.Topic), kgo.AllowAutoTopicCreation(), kgo.MaxBufferedRecords(1<<16))
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+	}
+	defer cl.Close()
+
+	payload := make([]byte, opts.RecordSize)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range payload {
+		payload[i] = byte('A' + rng.IntN(26))
+	}
+
+	w := &window{latencies: make([]int32, 0, opts.Records)}
+	done := make(chan struct{})
+	var reporter sync.WaitGroup
+	reporter.Add(1)
+	go func() {
+		defer reporter.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		last := clock.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				now := clock.Now()
+				w.report(progress, now.Sub(last))
+				last = now
+			}
+		}
+	}()
+
+	start := clock.Now()
+	for i := int64(0); i < opts.Records; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		if opts.Throughput > 0 {
+			// Like Kafka's ThroughputThrottler: sleep while ahead of the target.
+			ahead := time.Duration(float64(i)/opts.Throughput*float64(time.Second)) - clock.Now().Sub(start)
+			if ahead > time.Millisecond {
+				clock.Sleep(ahead)
+			}
+		}
+		sent := clock.Now()
+		cl.Produce(ctx, &kgo.Record{Value: payload}, func(_ *kgo.Record, err error) {
+			w.add(len(payload), clock.Now().Sub(sent), err)
+		})
+		w.mu.Lock()
+		failed := w.err
+		w.mu.Unlock()
+		if failed != nil {
+			break
+		}
+	}
+	flushErr := cl.Flush(ctx)
+	elapsed := clock.Now().Sub(start)
+	close(done)
+	reporter.Wait()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return BenchResult{}, fmt.Errorf("tools: produce: %w", w.err)
+	}
+	if flushErr != nil {
+		return BenchResult{}, fmt.Errorf("tools: flush: %w", flushErr)
+	}
+	res := BenchResult{Records: w.total, Bytes: w.totalB, Elapsed: elapsed, Produced: true}
+	lat := w.latencies
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		var sum int64
+		for _, l := range lat {
+			sum += int64(l)
+		}
+		pct := func(p float64) float64 {
+			i := int(p * float64(len(lat)))
+			if i >= len(lat) {
+				i = len(lat) - 1
+			}
+			return float64(lat[i]) / 1000
+		}
+		res.AvgMs = float64(sum) / float64(len(lat)) / 1000
+		res.MaxMs = float64(lat[len(lat)-1]) / 1000
+		res.P50Ms, res.P95Ms, res.P99Ms, res.P999Ms = pct(0.5), pct(0.95), pct(0.99), pct(0.999)
+	}
+	return res, nil
+}
+
+// ConsumerBenchOptions configures ConsumerBench.
+type ConsumerBenchOptions struct {
+	// Bootstrap is a comma-separated HOST:PORT list.
+	Bootstrap string
+	// Topic to read, every partition from the earliest offset.
+	Topic string
+	// Records to read before stopping.
+	Records int64
+	// Timeout stops the run when no record arrived for this long (default 10s).
+	Timeout time.Duration
+	// ReportInterval between progress lines (default 5s).
+	ReportInterval time.Duration
+	// Clock defaults to WallClock.
+	Clock Clock
+}
+
+// ConsumerBench reads Records records from the start of every partition
+// without a group (direct partition assignment) and returns the figures.
+// Running out of records before Records is an error that still carries the
+// figures of what was read.
+func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.Writer) (BenchResult, error) {
+	if opts.Topic == "" {
+		return BenchResult{}, badInput("--topic is required")
+	}
+	if opts.Records <= 0 {
+		return BenchResult{}, badInput("--records must be positive")
+	}
+	seeds, err := SplitBootstrap(opts.Bootstrap)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = WallClock
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	interval := opts.ReportInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+	}
+	details, err := kadm.NewClient(meta).ListTopics(ctx, opts.Topic)
+	meta.Close()
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("tools: metadata for %q: %w", opts.Topic, err)
+	}
+	d, ok := details[opts.Topic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return BenchResult{}, badInput("topic %q not found", opts.Topic)
+	}
+	assign := map[int32]kgo.Offset{}
+	for p := range d.Partitions {
+		assign[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
+		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20))
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+	}
+	defer cl.Close()
+
+	var res BenchResult
+	start := clock.Now()
+	last, lastN, lastB := start, int64(0), int64(0)
+	for res.Records < opts.Records {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("tools: fetch %s[%d]: %w", t, p, err)
+			}
+		})
+		if fetches.NumRecords() == 0 && ferr != nil {
+			res.Elapsed = clock.Now().Sub(start)
+			if errors.Is(ferr, context.DeadlineExceeded) {
+				return res, fmt.Errorf("tools: no record for %s after %d of %d records", timeout, res.Records, opts.Records)
+			}
+			return res, ferr
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			res.Records++
+			res.Bytes += int64(len(r.Value) + len(r.Key))
+		})
+		if now := clock.Now(); now.Sub(last) >= interval {
+			s := now.Sub(last).Seconds()
+			fmt.Fprintf(progress, "%d records received, %.1f records/sec (%.2f MB/sec).\n",
+				res.Records-lastN, float64(res.Records-lastN)/s, float64(res.Bytes-lastB)/(1<<20)/s)
+			last, lastN, lastB = now, res.Records, res.Bytes
+		}
+	}
+	res.Elapsed = clock.Now().Sub(start)
+	return res, nil
+}

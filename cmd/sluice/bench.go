@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/broker/tools"
+)
+
+func init() { extraCommands = append(extraCommands, newBenchCommand) }
+
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure produce and consume throughput and latency against a Kafka-protocol broker",
+	}
+	var p tools.ProducerBenchOptions
+	produce := &cobra.Command{
+		Use:   "produce",
+		Short: "Send records as fast as allowed; print records/s, MB/s and latency percentiles (like ProducerPerformance)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext(c.Context())
+			defer cancel()
+			res, err := tools.ProducerBench(ctx, p, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(c.OutOrStdout(), res.String())
+			return err
+		},
+	}
+	pf := produce.Flags()
+	pf.StringVar(&p.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	pf.StringVarP(&p.Topic, "topic", "t", "sluice-bench", "topic to write to")
+	pf.Int64Var(&p.Records, "records", 1_000_000, "records to send")
+	pf.IntVar(&p.RecordSize, "record-size", 100, "value size in bytes")
+	pf.Float64Var(&p.Throughput, "throughput", -1, "cap in records/s (-1: unlimited)")
+	pf.StringVar(&p.Acks, "acks", "1", "acknowledgements: all (-1, idempotent), 1 or 0")
+	pf.Int32Var(&p.Partitions, "partitions", 0, "create the topic with this many partitions if missing (0: auto-create)")
+	pf.StringVar(&p.Compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	pf.IntVar(&p.LingerMs, "linger-ms", 5, "batch linger, Kafka 4's default is 5")
+	pf.Int32Var(&p.BatchMaxBytes, "batch-size", 0, "max bytes per record batch (0: client default, 1 MB)")
+	pf.DurationVar(&p.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")
+
+	var cns tools.ConsumerBenchOptions
+	consume := &cobra.Command{
+		Use:   "consume",
+		Short: "Read records from the start of a topic; print records/s and MB/s (like ConsumerPerformance)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext(c.Context())
+			defer cancel()
+			res, err := tools.ConsumerBench(ctx, cns, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(c.OutOrStdout(), res.String())
+			return err
+		},
+	}
+	cf := consume.Flags()
+	cf.StringVar(&cns.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	cf.StringVarP(&cns.Topic, "topic", "t", "sluice-bench", "topic to read")
+	cf.Int64Var(&cns.Records, "records", 1_000_000, "records to read")
+	cf.DurationVar(&cns.Timeout, "timeout", 10*time.Second, "fail when no record arrived for this long")
+	cf.DurationVar(&cns.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")
+	cmd.AddCommand(produce, consume)
+	return cmd
+}

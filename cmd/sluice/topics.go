@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/broker/tools"
+)
+
+func init() { extraCommands = append(extraCommands, newTopicsCommand) }
+
+// signalContext is cancelled on SIGINT / SIGTERM.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, sigterm)
+}
+
+func newTopicsCommand() *cobra.Command {
+	var bootstrap string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "topics",
+		Short: "Create, list, describe and delete topics on a Kafka-protocol broker",
+	}
+	cmd.PersistentFlags().StringVar(&bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
+
+	withAdmin := func(c *cobra.Command, fn func(ctx context.Context, a *tools.Admin) error) error {
+		ctx, cancel := signalContext(c.Context())
+		defer cancel()
+		ctx, cancelT := context.WithTimeout(ctx, timeout)
+		defer cancelT()
+		a, err := tools.NewAdmin(bootstrap)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return fn(ctx, a)
+	}
+
+	var (
+		partitions  int32
+		replication int16
+		configs     []string
+	)
+	create := &cobra.Command{
+		Use:   "create TOPIC",
+		Short: "Create a topic",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := tools.ParseConfigs(configs)
+			if err != nil {
+				return err
+			}
+			spec := tools.TopicSpec{Name: args[0], Partitions: partitions, ReplicationFactor: replication, Configs: cfg}
+			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+				return a.CreateTopic(ctx, spec, c.OutOrStdout())
+			})
+		},
+	}
+	create.Flags().Int32VarP(&partitions, "partitions", "p", 1, "number of partitions (-1: the broker's default)")
+	create.Flags().Int16VarP(&replication, "replication-factor", "r", 1, "replicas per partition (-1: the broker's default)")
+	create.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable), e.g. retention.ms=3600000")
+
+	var internal bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List topic names",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+				return a.ListTopics(ctx, internal, c.OutOrStdout())
+			})
+		},
+	}
+	list.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+
+	describe := &cobra.Command{
+		Use:   "describe [TOPIC...]",
+		Short: "Show partitions, leaders, offsets and configs of topics (all when none named)",
+		RunE: func(c *cobra.Command, args []string) error {
+			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+				return a.DescribeTopics(ctx, args, c.OutOrStdout())
+			})
+		},
+	}
+
+	del := &cobra.Command{
+		Use:   "delete TOPIC...",
+		Short: "Delete topics",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+				return a.DeleteTopics(ctx, args, c.OutOrStdout())
+			})
+		},
+	}
+	cmd.AddCommand(create, list, describe, del)
+	return cmd
+}
