@@ -1,0 +1,256 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// frameQueue bounds the frames read ahead of the one being handled.
+	frameQueue = 8
+	// writeTimeout bounds one answer's write to a client that stopped reading.
+	writeTimeout = 2 * time.Minute
+)
+
+// conn is one client connection.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	logger *slog.Logger
+
+	ctx    context.Context // cancelled when the client goes away or at Shutdown
+	cancel context.CancelFunc
+
+	frames     chan frame    // reader -> processor
+	done       chan struct{} // closed when the processor stops
+	readerDone chan struct{}
+}
+
+// frame is one request as read off the wire, without its size prefix.
+type frame struct {
+	buf     []byte
+	arrived time.Time
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10),
+		logger: s.logger.With("remote", nc.RemoteAddr().String()),
+		ctx:    ctx, cancel: cancel,
+		frames: make(chan frame, frameQueue), done: make(chan struct{}), readerDone: make(chan struct{})}
+}
+
+// serve handles the connection's requests in order until the client leaves,
+// a bad frame arrives or the server shuts down.
+func (c *conn) serve() {
+	defer c.s.connDone(c)
+	go c.readLoop()
+	for f := range c.frames {
+		if err := c.handle(f); err != nil {
+			if errors.Is(err, ErrBadFrame) {
+				c.s.metrics.badFrames.Inc()
+				c.logger.Warn("closing connection", "err", err)
+			} else if !isClosedConnErr(err) {
+				c.logger.Info("closing connection", "err", err)
+			}
+			break
+		}
+	}
+	close(c.done)
+	c.cancel()
+	_ = c.nc.Close()
+	<-c.readerDone
+}
+
+// stopReading makes the reader stop after the frame it is reading; queued
+// frames are still answered (Shutdown's drain).
+func (c *conn) stopReading() { _ = c.nc.SetReadDeadline(time.Now()) }
+
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	defer close(c.frames)
+	max := c.s.cfg.SocketRequestMaxBytes
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(c.br, sizeBuf[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !isClosedConnErr(err) && c.ctx.Err() == nil {
+				c.logger.Debug("read", "err", err)
+			}
+			c.cancel()
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > max {
+			c.s.metrics.badFrames.Inc()
+			c.logger.Warn("closing connection: request size out of range", "size", size, "socket.request.max.bytes", max)
+			c.cancel()
+			_ = c.nc.Close()
+			return
+		}
+		// Grow with the data that actually arrives: a lying size prefix
+		// does not make us allocate socket.request.max.bytes up front.
+		var buf bytes.Buffer
+		if size <= 1<<20 {
+			buf.Grow(int(size))
+		}
+		if _, err := io.CopyN(&buf, c.br, int64(size)); err != nil {
+			c.logger.Debug("truncated request frame", "size", size, "got", buf.Len(), "err", err)
+			c.cancel()
+			return
+		}
+		select {
+		case c.frames <- frame{buf: buf.Bytes(), arrived: time.Now()}:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// header is a parsed request header.
+type header struct {
+	key, version int16
+	corrID       int32
+	clientID     *string
+}
+
+func parseHeader(b []byte) (header, []byte, error) {
+	r := kbin.Reader{Src: b}
+	h := header{key: r.Int16(), version: r.Int16(), corrID: r.Int32()}
+	h.clientID = r.NullableString()
+	if !r.Ok() {
+		return h, nil, fmt.Errorf("%w: truncated header", ErrBadFrame)
+	}
+	return h, r.Src, nil
+}
+
+// skipTags skips a tagged-field section; ok is false when it is truncated.
+func skipTags(b []byte) ([]byte, bool) {
+	r := kbin.Reader{Src: b}
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		r.Uvarint()
+		size := r.Uvarint()
+		r.Span(int(size))
+	}
+	return r.Src, r.Ok()
+}
+
+// requestContext is what a handler knows about the request it serves.
+type requestContext struct {
+	ctx    context.Context
+	conn   *conn
+	hdr    header
+	logger *slog.Logger
+}
+
+// handle decodes and answers one frame. An error closes the connection.
+func (c *conn) handle(f frame) (err error) {
+	hdr, body, err := parseHeader(f.buf)
+	if err != nil {
+		return err
+	}
+	a := lookupAPI(hdr.key)
+	if a == nil {
+		return fmt.Errorf("%w: unknown api key %d", ErrBadFrame, hdr.key)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("handler panic (bug): closing connection", "api", a.name, "version", hdr.version, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: internal error handling %s", ErrBadFrame, a.name)
+		}
+	}()
+	if hdr.version > a.max && a.key == apiVersionsKey {
+		return c.writeReply(hdr, unsupportedAPIVersions(), f.arrived, a)
+	}
+	if hdr.version < a.advertisedMin || hdr.version > a.max {
+		return fmt.Errorf("%w: %s version %d not served (%d-%d)", ErrBadFrame, a.name, hdr.version, a.advertisedMin, a.max)
+	}
+	req := kmsg.RequestForKey(hdr.key)
+	req.SetVersion(hdr.version)
+	if req.IsFlexible() {
+		var ok bool
+		if body, ok = skipTags(body); !ok {
+			return fmt.Errorf("%w: truncated header tags", ErrBadFrame)
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("%w: %s v%d: cannot decode body: %v", ErrBadFrame, a.name, hdr.version, err)
+	}
+	rc := &requestContext{ctx: c.ctx, conn: c, hdr: hdr, logger: c.logger}
+	rep, err := a.handle(c.s, rc, req)
+	if err != nil {
+		return err
+	}
+	return c.writeReply(hdr, rep, f.arrived, a)
+}
+
+func (c *conn) writeReply(hdr header, rep reply, arrived time.Time, a *api) error {
+	err := rep.write(c, hdr)
+	c.s.metrics.requests.WithLabelValues(a.name).Inc()
+	c.s.metrics.latency.WithLabelValues(a.name).Observe(time.Since(arrived).Seconds())
+	return err
+}
+
+// reply is a handler's answer, written by the processing goroutine.
+type reply interface {
+	write(c *conn, hdr header) error
+}
+
+// noReply is the absent answer of an acks=0 Produce.
+type noReply struct{}
+
+func (noReply) write(*conn, header) error { return nil }
+
+// closeReply closes the connection instead of answering (acks=0 Produce that
+// failed: Kafka closes so that the client notices).
+type closeReply struct{ reason string }
+
+func (r closeReply) write(*conn, header) error {
+	return fmt.Errorf("server: %s", r.reason)
+}
+
+// kmsgReply is an answer encoded by kmsg.
+type kmsgReply struct{ resp kmsg.Response }
+
+func (r kmsgReply) write(c *conn, hdr header) error {
+	r.resp.SetVersion(hdr.version)
+	buf := make([]byte, 4, 256)
+	buf = appendResponseHeader(buf, hdr, r.resp.IsFlexible())
+	buf = r.resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return c.write(buf)
+}
+
+// appendResponseHeader appends the correlation id and, for flexible
+// versions except ApiVersions, an empty tag section.
+func appendResponseHeader(buf []byte, hdr header, flexible bool) []byte {
+	buf = kbin.AppendInt32(buf, hdr.corrID)
+	if flexible && hdr.key != apiVersionsKey {
+		buf = append(buf, 0)
+	}
+	return buf
+}
+
+func (c *conn) write(b []byte) error {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := c.nc.Write(b)
+	return err
+}
+
+func isClosedConnErr(err error) bool {
+	var ne net.Error
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || (errors.As(err, &ne) && ne.Timeout())
+}

@@ -1,0 +1,44 @@
+package server
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// api is one served Kafka API.
+type api struct {
+	key  int16
+	name string
+	// advertisedMin..max is what ApiVersions advertises and what is decoded;
+	// a handler may still answer some advertised versions with an error
+	// (Produce 0-2).
+	advertisedMin, max int16
+	handle             func(s *Server, rc *requestContext, req kmsg.Request) (reply, error)
+}
+
+const apiVersionsKey = 18
+
+// apis is the dispatch table (filled in init to break the initialisation
+// cycle through the ApiVersions handler, which lists it): one entry per served API, each implemented in
+// its own file. Keys left out (groups, transactions, replication) close the
+// connection like any unknown key; they come with later issues.
+var apis []*api
+
+func init() {
+	apis = []*api{
+		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce},
+		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
+		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
+		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata},
+		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 3, handle: handleAPIVersions},
+		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
+		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
+		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
+		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
+	}
+	apiByKey = make(map[int16]*api, len(apis))
+	for _, a := range apis {
+		apiByKey[a.key] = a
+	}
+}
+
+var apiByKey map[int16]*api
+
+func lookupAPI(key int16) *api { return apiByKey[key] }

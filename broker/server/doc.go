@@ -1,0 +1,49 @@
+// Package server is sluice's Kafka-protocol server: it accepts TCP
+// connections, frames requests, decodes them with franz-go's kmsg, dispatches
+// them through a table (one file per API) and writes the answers back in
+// request order. Fetch answers are written around the segment bytes so that
+// the records go out with sendfile(2).
+//
+// Wire framing (all integers big-endian):
+//
+//	request:  +--------+--------+---------+---------+-----------------+--------+------------+
+//	          | size   | apiKey | version | corrID  | clientID        | tags   | body ...   |
+//	          | int32  | int16  | int16   | int32   | int16 len+bytes | (flex) | (kmsg)     |
+//	          +--------+--------+---------+---------+-----------------+--------+------------+
+//	response: +--------+---------+--------+------------------------------------------------+
+//	          | size   | corrID  | tags   | body (kmsg, or hand-encoded Fetch with the     |
+//	          | int32  | int32   | (flex, | records fields spliced in from segment files)  |
+//	          |        |         | not    |                                                |
+//	          |        |         | ApiVer)|                                                |
+//	          +--------+---------+--------+------------------------------------------------+
+//
+// A frame larger than socket.request.max.bytes, a negative size, an unknown
+// API key, a version outside the served range (except ApiVersions, which is
+// answered in v0 with UNSUPPORTED_VERSION) or a body kmsg cannot decode
+// closes that connection only; the handler never panics on client input.
+//
+// Concurrency: per connection one reader goroutine reads frames into a
+// bounded queue and one processing goroutine handles them strictly in order
+// and writes the answers (so idempotent producers' pipelined batches are
+// appended in the order sent, and answers leave in request order). Shared
+// state: the topic registry (registry.mu, a RWMutex) and, per partition,
+// partition.mu, which serialises append + high-watermark update. Lock order:
+// registry.mu before partition.mu; no lock is held while waiting in a Fetch
+// long poll or writing to a socket. The producer-id allocator has its own
+// mutex and takes no other lock.
+//
+// Persistent state next to the partition directories in the data dir:
+//
+//	topics.json        topic registry: name, id, partitions, config overrides
+//	producer-ids.json  the next unallocated producer-id block
+//
+// both replaced atomically (temp file, fsync, rename, fsync dir).
+//
+// Usage:
+//
+//	srv, err := server.New(server.Options{DataDir: dir, Config: config.Default()})
+//	ln, _ := net.Listen("tcp", "127.0.0.1:9092")
+//	go srv.Serve(ln)
+//	...
+//	srv.Shutdown(ctx) // stop accepting, drain, close the logs cleanly
+package server

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// zeroCopyMin is the smallest record range sent with Region.WriteTo
+// (sendfile); smaller ones are copied into the frame buffer, where an extra
+// syscall pair would cost more than the copy.
+const zeroCopyMin = 16 << 10
+
+// fetchReply is a Fetch answer written around its record ranges. The frame
+// is encoded by hand (Kafka's FetchResponse v4-v12 layout, the same fields
+// kmsg.FetchResponse.AppendTo writes) so that each partition's Records
+// field can be filled from a segment file:
+//
+//	[size][corrID][tags v12] throttle errorCode(v7+) sessionID(v7+)
+//	topics: name, partitions: partition errorCode hw lso logStart(v5+)
+//	        aborted=null preferredReadReplica(v11+) records-length | records... | tags(v12)
+type fetchReply struct {
+	version   int16
+	errorCode int16
+	topics    []fetchTopic
+}
+
+// release closes every region held.
+func (r *fetchReply) release() {
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			if reg := r.topics[ti].parts[pi].region; reg != nil {
+				_ = reg.Close()
+				r.topics[ti].parts[pi].region = nil
+			}
+		}
+	}
+}
+
+func (r *fetchReply) write(c *conn, hdr header) error {
+	defer r.release()
+	flex := r.version >= 12
+	var (
+		chunks [][]byte // byte chunks; a nil entry means "write the next region of refs"
+		refs   [][2]int // (topic, partition) index of each region written with sendfile
+		total  int64    // frame size including the 4-byte size prefix
+	)
+	buf := make([]byte, 4, 512)
+	buf = appendResponseHeader(buf, hdr, flex)
+	buf = kbin.AppendInt32(buf, 0) // throttle
+	if r.version >= 7 {
+		buf = kbin.AppendInt16(buf, r.errorCode)
+		buf = kbin.AppendInt32(buf, 0) // session id: sessions are not offered
+	}
+	buf = appendArrayLen(buf, len(r.topics), flex)
+	for ti := range r.topics {
+		t := &r.topics[ti]
+		buf = appendString(buf, t.name, flex)
+		buf = appendArrayLen(buf, len(t.parts), flex)
+		for pi := range t.parts {
+			p := &t.parts[pi]
+			buf = kbin.AppendInt32(buf, p.partition)
+			buf = kbin.AppendInt16(buf, p.code)
+			buf = kbin.AppendInt64(buf, p.hw)
+			buf = kbin.AppendInt64(buf, p.lastStable)
+			if r.version >= 5 {
+				buf = kbin.AppendInt64(buf, p.logStart)
+			}
+			// Aborted transactions: null (no transactions).
+			if flex {
+				buf = kbin.AppendUvarint(buf, 0)
+			} else {
+				buf = kbin.AppendInt32(buf, -1)
+			}
+			if r.version >= 11 {
+				buf = kbin.AppendInt32(buf, p.preferredRead)
+			}
+			var n int64
+			if p.region != nil {
+				n = p.region.Len()
+			}
+			if flex {
+				buf = kbin.AppendUvarint(buf, uint32(n)+1)
+			} else {
+				buf = kbin.AppendInt32(buf, int32(n))
+			}
+			if n > 0 {
+				c.s.metrics.bytesOut.WithLabelValues(t.name).Add(float64(n))
+				countRecordsOut(c.s, p)
+				if n < zeroCopyMin {
+					b, err := p.region.Bytes()
+					if err != nil {
+						return err
+					}
+					buf = append(buf, b...)
+				} else {
+					total += int64(len(buf)) + n
+					chunks = append(chunks, buf, nil)
+					refs = append(refs, [2]int{ti, pi})
+					buf = make([]byte, 0, 256)
+				}
+			}
+			if flex {
+				buf = append(buf, 0) // partition tags
+			}
+		}
+		if flex {
+			buf = append(buf, 0) // topic tags
+		}
+	}
+	if flex {
+		buf = append(buf, 0) // response tags
+	}
+	total += int64(len(buf))
+	chunks = append(chunks, buf)
+	binary.BigEndian.PutUint32(chunks[0], uint32(total-4))
+	ri := 0
+	for _, ch := range chunks {
+		if ch != nil {
+			if len(ch) == 0 {
+				continue
+			}
+			if err := c.write(ch); err != nil {
+				return err
+			}
+			continue
+		}
+		ref := refs[ri]
+		ri++
+		if _, err := r.topics[ref[0]].parts[ref[1]].region.WriteTo(c.nc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countRecordsOut adds the records of a served range to the per-topic
+// counter when the region can tell where it ends.
+func countRecordsOut(s *Server, p *fetchPartition) {
+	if lo, ok := p.region.(interface{ LastOffset() int64 }); ok {
+		if n := lo.LastOffset() + 1 - p.fetchOffset; n > 0 {
+			s.metrics.recordsOut.WithLabelValues(p.topicName).Add(float64(n))
+		}
+	}
+}
+
+func appendArrayLen(dst []byte, n int, flex bool) []byte {
+	if flex {
+		return kbin.AppendUvarint(dst, uint32(n)+1)
+	}
+	return kbin.AppendInt32(dst, int32(n))
+}
+
+func appendString(dst []byte, s string, flex bool) []byte {
+	if flex {
+		return kbin.AppendCompactString(dst, s)
+	}
+	return kbin.AppendString(dst, s)
+}

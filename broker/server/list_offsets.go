@@ -1,0 +1,96 @@
+package server
+
+// ListOffsets (key 2), versions 1-7.
+//
+// Timestamp -2 answers the log start offset, -1 the high watermark (equal to
+// the log end offset on a single node; also the last stable offset, as there
+// are no transactions), and t >= 0 the first offset whose batch has a max
+// timestamp >= t, through the time index (offset -1 when there is none).
+// -3 (max timestamp, v7) deviates from Kafka: it answers the last batch's max
+// timestamp and last offset, which is the same as Kafka's answer when
+// timestamps do not go backwards. The leader epoch answered is 0 (single
+// node, never re-elected); a CurrentLeaderEpoch above 0 is
+// UNKNOWN_LEADER_EPOCH.
+
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t, ok := s.topics.get(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			switch {
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch > 0:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kmsgReply{resp}, nil
+}
+
+func listOffset(rc *requestContext, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	l := p.log
+	sp.LeaderEpoch = 0
+	switch {
+	case ts == -2:
+		sp.Offset = l.LogStartOffset()
+	case ts == -1:
+		sp.Offset = l.HighWatermark()
+	case ts == -3:
+		hw := l.HighWatermark()
+		if hw <= l.LogStartOffset() {
+			return
+		}
+		reg, err := l.Read(hw-1, 1, hw)
+		if err != nil {
+			sp.ErrorCode = readErrorCode(err)
+			return
+		}
+		defer reg.Close()
+		b, err := reg.Bytes()
+		if err != nil || len(b) < 61 {
+			sp.ErrorCode = kerr.KafkaStorageError.Code
+			return
+		}
+		// The last batch of the region: walk the batch headers.
+		for len(b) >= 61 {
+			size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+			if size < 61 || size > len(b) {
+				break
+			}
+			base := int64(binary.BigEndian.Uint64(b[0:8]))
+			sp.Offset = base + int64(int32(binary.BigEndian.Uint32(b[23:27])))
+			sp.Timestamp = int64(binary.BigEndian.Uint64(b[35:43]))
+			b = b[size:]
+		}
+	case ts >= 0:
+		off, found, ok, err := l.OffsetForTimestamp(ts)
+		if err != nil {
+			rc.logger.Error("offset for timestamp", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
+			sp.ErrorCode = readErrorCode(err)
+			return
+		}
+		if ok && off < l.HighWatermark() {
+			sp.Offset, sp.Timestamp = off, found
+		}
+	default:
+		sp.ErrorCode = kerr.InvalidRequest.Code
+	}
+}

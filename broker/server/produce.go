@@ -1,0 +1,110 @@
+package server
+
+// Produce (key 0), versions 3-12 served; 0-12 advertised so that older
+// librdkafka enables compression, and 0-2 (message formats v0/v1) answered
+// with UNSUPPORTED_VERSION on every partition.
+//
+// Acks 0 (no answer; a failed partition closes the connection, as Kafka
+// does), 1 and -1 (identical on a single node: the high watermark is set to
+// the log end offset after the append, before the answer). Any other value:
+// INVALID_REQUIRED_ACKS. The batches are validated and stored as sent by the
+// partition log (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
+// UNSUPPORTED_COMPRESSION_TYPE); idempotent producers get
+// OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, and a duplicate is
+// answered with the original base offset. Unknown topics are auto-created
+// when auto.create.topics.enable is set; an unknown partition is
+// UNKNOWN_TOPIC_OR_PARTITION. Deviations: transactional produce is refused
+// with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; TimeoutMillis is unused (no
+// replicas to wait for); no per-record errors (v8 ErrorRecords) are given.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/sluicehq/sluice/broker/log"
+)
+
+func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var global int16
+	switch {
+	case req.Version < 3:
+		global = kerr.UnsupportedVersion.Code
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		global = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID != nil:
+		global = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	failed := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		var t *topic
+		code := global
+		if code == 0 {
+			t, code = s.topics.getOrAutoCreate(rt.Topic, true)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case code != 0:
+				sp.ErrorCode = code
+			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				produceOne(s, rc, t, t.parts[rp.Partition], rp.Records, &sp)
+			}
+			if sp.ErrorCode != 0 {
+				failed = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		if failed {
+			return closeReply{"acks=0 produce failed; closing so that the client notices"}, nil
+		}
+		return noReply{}, nil
+	}
+	return kmsgReply{resp}, nil
+}
+
+// produceOne appends one partition's batches and fills its answer.
+func produceOne(s *Server, rc *requestContext, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+	if len(records) == 0 {
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		return
+	}
+	p.mu.Lock()
+	res, err := p.log.Append(records, plog.AppendOptions{LeaderEpoch: 0, AssignOffsets: true})
+	if err == nil {
+		// Single node: what is appended is committed.
+		if leo := p.log.LogEndOffset(); leo > p.log.HighWatermark() {
+			err = p.log.SetHighWatermark(leo)
+		}
+	}
+	p.mu.Unlock()
+	if err != nil {
+		sp.ErrorCode = appendErrorCode(err)
+		if sp.ErrorCode == kerr.KafkaStorageError.Code {
+			rc.logger.Error("append", "topic", t.name, "partition", p.tp.Partition, "err", err)
+		} else {
+			rc.logger.Debug("append rejected", "topic", t.name, "partition", p.tp.Partition, "err", err)
+		}
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+		if sp.ErrorCode == kerr.OutOfOrderSequenceNumber.Code || sp.ErrorCode == kerr.InvalidProducerEpoch.Code {
+			sp.LogStartOffset = p.log.LogStartOffset()
+		}
+		return
+	}
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	if !res.Duplicate {
+		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
+		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+	}
+}

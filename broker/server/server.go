@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/broker/config"
+	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/log/vfs"
+)
+
+// Options configure a Server.
+type Options struct {
+	DataDir string        // the data directory (partition dirs and metadata files)
+	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
+	Logger  *slog.Logger  // nil = slog.Default()
+	Clock   plog.Clock    // nil = wall clock; passed to the partition logs
+	// MetaStore stores topics.json and producer-ids.json; nil = OSMetaStore{DataDir}.
+	MetaStore MetaStore
+}
+
+// Server is a single-node Kafka-protocol broker.
+type Server struct {
+	opts    Options
+	cfg     config.Broker
+	logger  *slog.Logger
+	mgr     *plog.Manager
+	topics  *registry
+	pids    *producerIDs
+	metrics *metrics
+
+	// ctx is cancelled at Shutdown: long polls return, readers stop.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex // guards the fields below
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	advertise *net.TCPAddr
+	closed    bool
+
+	connWG      sync.WaitGroup // one per connection
+	retentionWG sync.WaitGroup
+}
+
+// New opens the data directory (recovering the partition logs), loads the
+// topic registry and starts the retention loop. It does not listen yet.
+func New(opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, fmt.Errorf("server: a data directory is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MetaStore == nil {
+		opts.MetaStore = OSMetaStore{Dir: opts.DataDir}
+	}
+	cfg := opts.Config
+	if cfg.SocketRequestMaxBytes == 0 {
+		cfg = config.Default()
+	}
+	mgr, err := plog.OpenManager(plog.ManagerOptions{FS: vfs.OS, Dir: opts.DataDir, Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
+	}
+	m := newMetrics()
+	reg, err := openRegistry(opts.MetaStore, mgr, cfg, opts.Logger, m)
+	if err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
+	m.topics.Store(reg)
+	pids, err := openProducerIDs(opts.MetaStore)
+	if err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
+	s.retentionWG.Add(1)
+	go s.retentionLoop()
+	return s, nil
+}
+
+// MetricsHandler serves the Prometheus metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
+
+// Listen binds addr and serves it in the background; it returns the bound
+// address (useful with port 0).
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen %s: %w", addr, err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	return ln.Addr(), nil
+}
+
+// Serve accepts connections on ln until Shutdown. It returns ErrClosed after
+// Shutdown, or the accept error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrClosed
+	}
+	s.listeners = append(s.listeners, ln)
+	if s.advertise == nil {
+		s.advertise = advertisedAddr(s.cfg.AdvertisedListener, ln.Addr())
+	}
+	s.mu.Unlock()
+	s.logger.Info("listening", "addr", ln.Addr().String(), "advertised", s.advertised().String(), "node_id", s.cfg.NodeID)
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return ErrClosed
+		}
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		s.metrics.connsActive.Inc()
+		s.metrics.connsTotal.Inc()
+		go c.serve()
+	}
+}
+
+func (s *Server) connDone(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.metrics.connsActive.Dec()
+	s.connWG.Done()
+}
+
+func (s *Server) advertised() *net.TCPAddr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.advertise == nil {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9092}
+	}
+	return s.advertise
+}
+
+// advertisedAddr picks the address clients are told to connect to.
+func advertisedAddr(configured string, bound net.Addr) *net.TCPAddr {
+	if configured != "" {
+		host, port, err := net.SplitHostPort(configured)
+		if err == nil {
+			p, _ := strconv.Atoi(port)
+			if ip := net.ParseIP(host); ip != nil {
+				return &net.TCPAddr{IP: ip, Port: p}
+			}
+			return &net.TCPAddr{IP: nil, Port: p, Zone: host} // Zone carries a host name
+		}
+	}
+	ta, ok := bound.(*net.TCPAddr)
+	if !ok {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9092}
+	}
+	out := *ta
+	if out.IP == nil || out.IP.IsUnspecified() {
+		out.IP = net.IPv4(127, 0, 0, 1)
+	}
+	return &out
+}
+
+// advertisedHost returns the host name of an advertised address.
+func advertisedHost(a *net.TCPAddr) string {
+	if a.IP == nil {
+		return a.Zone
+	}
+	return a.IP.String()
+}
+
+// Shutdown stops accepting, lets every connection finish the requests it
+// has read (long polls return early), closes the connections and then the
+// partition logs, which writes the clean-shutdown marker. If ctx ends first
+// the remaining connections are closed hard.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	for _, ln := range s.listeners {
+		_ = ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { s.connWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, c := range conns {
+			_ = c.nc.Close()
+		}
+		<-done
+	}
+	s.retentionWG.Wait()
+	if err := s.mgr.Close(); err != nil {
+		return fmt.Errorf("server: close logs: %w", err)
+	}
+	s.logger.Info("shut down cleanly")
+	return nil
+}
+
+// retentionLoop runs retention and time-based flushing every
+// log.retention.check.interval.ms until Shutdown.
+func (s *Server) retentionLoop() {
+	defer s.retentionWG.Done()
+	t := time.NewTicker(time.Duration(s.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if err := s.mgr.RunRetention(); err != nil {
+				s.logger.Error("retention pass", "err", err)
+			}
+		}
+	}
+}
