@@ -260,3 +260,21 @@ func Main(m *testing.M) int {
 	shared.cleanup = nil
 	return code
 }
+
+// OnExit registers fn to run in Main after the tests, in reverse order of
+// registration: for processes shared by several tests.
+func OnExit(fn func()) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.cleanup = append(shared.cleanup, fn)
+}
+
+// SharedTempDir makes a temporary directory removed by Main after the tests.
+func SharedTempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	OnExit(func() { os.RemoveAll(dir) })
+	return dir, nil
+}
