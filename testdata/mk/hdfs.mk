@@ -31,7 +31,7 @@ deps-hdfs: deps-jdk
 	@$(MAKE) --no-print-directory $(HDFS_CLASS)
 
 deps-python:
-	@if ! python3 -c 'import pyarrow, fastavro' >/dev/null 2>&1; then \
-	  echo "deps-python: installing pyarrow and fastavro"; \
-	  python3 -m pip install -q pyarrow fastavro; \
+	@if ! python3 -c 'import pyarrow, fastavro, cramjam, backports.zstd' >/dev/null 2>&1; then \
+	  echo "deps-python: installing pyarrow, fastavro and its codecs"; \
+	  python3 -m pip install -q pyarrow fastavro cramjam backports.zstd; \
 	fi

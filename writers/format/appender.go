@@ -1,0 +1,321 @@
+package format
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/google/uuid"
+	"github.com/hamba/avro/v2"
+)
+
+// appendFn appends one value (nil for null) to a builder.
+type appendFn func(b array.Builder, v any) error
+
+// compileRecord builds one appender per field of an Avro record whose Arrow
+// mapping is fields (from recordFields).
+func compileRecord(rec *avro.RecordSchema, fields []arrow.Field, prefix string) ([]appendFn, error) {
+	out := make([]appendFn, len(fields))
+	for i, f := range rec.Fields() {
+		fn, err := compile(f.Type(), fields[i].Type, fields[i].Nullable, prefix+f.Name())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = fn
+	}
+	return out, nil
+}
+
+func compile(s avro.Schema, dt arrow.DataType, nullable bool, path string) (appendFn, error) {
+	s = deref(s)
+	branch := ""
+	if u, ok := s.(*avro.UnionSchema); ok {
+		b, _, err := nonNull(u, path)
+		if err != nil {
+			return nil, err
+		}
+		s = deref(b)
+		if s.Type() != avro.Map {
+			branch = typeName(s)
+		}
+	}
+	inner, err := compileValue(s, dt, path)
+	if err != nil {
+		return nil, err
+	}
+	return func(b array.Builder, v any) error {
+		if branch != "" {
+			v = unwrapUnion(v, branch)
+		}
+		if v == nil {
+			if !nullable {
+				return fmt.Errorf("%w: field %q: missing or null, and the schema does not allow null", ErrBadValue, path)
+			}
+			b.AppendNull()
+			return nil
+		}
+		return inner(b, v)
+	}, nil
+}
+
+func compileValue(s avro.Schema, dt arrow.DataType, path string) (appendFn, error) {
+	switch t := dt.(type) {
+	case *arrow.BooleanType:
+		return func(b array.Builder, v any) error {
+			x, ok := v.(bool)
+			if !ok {
+				return badValue(path, v, "boolean")
+			}
+			b.(*array.BooleanBuilder).Append(x)
+			return nil
+		}, nil
+	case *arrow.Int32Type:
+		return func(b array.Builder, v any) error {
+			n, ok := toInt64(v)
+			if !ok || n != int64(int32(n)) {
+				return badValue(path, v, "int (32-bit)")
+			}
+			b.(*array.Int32Builder).Append(int32(n))
+			return nil
+		}, nil
+	case *arrow.Int64Type:
+		return func(b array.Builder, v any) error {
+			n, ok := toInt64(v)
+			if !ok {
+				return badValue(path, v, "long")
+			}
+			b.(*array.Int64Builder).Append(n)
+			return nil
+		}, nil
+	case *arrow.Float32Type:
+		return func(b array.Builder, v any) error {
+			f, ok := toFloat64(v)
+			if !ok {
+				return badValue(path, v, "float")
+			}
+			b.(*array.Float32Builder).Append(float32(f))
+			return nil
+		}, nil
+	case *arrow.Float64Type:
+		return func(b array.Builder, v any) error {
+			f, ok := toFloat64(v)
+			if !ok {
+				return badValue(path, v, "double")
+			}
+			b.(*array.Float64Builder).Append(f)
+			return nil
+		}, nil
+	case *arrow.StringType:
+		return func(b array.Builder, v any) error {
+			x, ok := v.(string)
+			if !ok {
+				return badValue(path, v, "string")
+			}
+			b.(*array.StringBuilder).Append(x)
+			return nil
+		}, nil
+	case *arrow.BinaryType:
+		return func(b array.Builder, v any) error {
+			x, ok := toBytes(v)
+			if !ok {
+				return badValue(path, v, "bytes")
+			}
+			b.(*array.BinaryBuilder).Append(x)
+			return nil
+		}, nil
+	case *arrow.FixedSizeBinaryType:
+		return func(b array.Builder, v any) error {
+			x, ok := toBytes(v)
+			if !ok || len(x) != t.ByteWidth {
+				return badValue(path, v, fmt.Sprintf("fixed(%d)", t.ByteWidth))
+			}
+			b.(*array.FixedSizeBinaryBuilder).Append(x)
+			return nil
+		}, nil
+	case *arrow.Decimal128Type:
+		return func(b array.Builder, v any) error {
+			u, ok := toUnscaled(v, t.Scale)
+			if !ok || u.BitLen() > 126 {
+				return badValue(path, v, fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale))
+			}
+			b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(u))
+			return nil
+		}, nil
+	case *arrow.Date32Type:
+		return func(b array.Builder, v any) error {
+			if tm, ok := v.(time.Time); ok {
+				y, m, d := tm.Date()
+				days := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+				b.(*array.Date32Builder).Append(arrow.Date32(days))
+				return nil
+			}
+			if s, ok := v.(string); ok {
+				tm, err := time.Parse(time.DateOnly, s)
+				if err != nil {
+					return badValue(path, v, "date")
+				}
+				b.(*array.Date32Builder).Append(arrow.Date32(tm.Unix() / 86400))
+				return nil
+			}
+			n, ok := toInt64(v)
+			if !ok {
+				return badValue(path, v, "date")
+			}
+			b.(*array.Date32Builder).Append(arrow.Date32(n))
+			return nil
+		}, nil
+	case *arrow.Time32Type:
+		return func(b array.Builder, v any) error {
+			if d, ok := v.(time.Duration); ok {
+				b.(*array.Time32Builder).Append(arrow.Time32(d.Milliseconds()))
+				return nil
+			}
+			n, ok := toInt64(v)
+			if !ok {
+				return badValue(path, v, "time-millis")
+			}
+			b.(*array.Time32Builder).Append(arrow.Time32(n))
+			return nil
+		}, nil
+	case *arrow.Time64Type:
+		return func(b array.Builder, v any) error {
+			if d, ok := v.(time.Duration); ok {
+				b.(*array.Time64Builder).Append(arrow.Time64(d.Microseconds()))
+				return nil
+			}
+			n, ok := toInt64(v)
+			if !ok {
+				return badValue(path, v, "time-micros")
+			}
+			b.(*array.Time64Builder).Append(arrow.Time64(n))
+			return nil
+		}, nil
+	case *arrow.TimestampType:
+		unit := time.Millisecond
+		if t.Unit == arrow.Microsecond {
+			unit = time.Microsecond
+		}
+		return func(b array.Builder, v any) error {
+			tm, ok := toTime(v, unit)
+			if !ok {
+				return badValue(path, v, "timestamp")
+			}
+			var n int64
+			if unit == time.Millisecond {
+				n = tm.UnixMilli()
+			} else {
+				n = tm.UnixMicro()
+			}
+			b.(*array.TimestampBuilder).Append(arrow.Timestamp(n))
+			return nil
+		}, nil
+	case *extensions.UUIDType:
+		return func(b array.Builder, v any) error {
+			var id uuid.UUID
+			var err error
+			switch x := v.(type) {
+			case string:
+				id, err = uuid.Parse(x)
+			case uuid.UUID:
+				id = x
+			default:
+				raw, ok := toBytes(v)
+				if !ok || len(raw) != 16 {
+					return badValue(path, v, "uuid")
+				}
+				copy(id[:], raw)
+			}
+			if err != nil {
+				return badValue(path, v, "uuid")
+			}
+			b.(*extensions.UUIDBuilder).Append(id)
+			return nil
+		}, nil
+	case *arrow.StructType:
+		rec, ok := s.(*avro.RecordSchema)
+		if !ok {
+			return nil, fmt.Errorf("%w: field %q: struct without a record schema", ErrUnsupportedSchema, path)
+		}
+		fns, err := compileRecord(rec, t.Fields(), path+".")
+		if err != nil {
+			return nil, err
+		}
+		names := fieldNames(rec)
+		return func(b array.Builder, v any) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return badValue(path, v, "record (map[string]any)")
+			}
+			sb := b.(*array.StructBuilder)
+			sb.Append(true)
+			for i, fn := range fns {
+				if err := fn(sb.FieldBuilder(i), m[names[i]]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	case *arrow.ListType:
+		items := s.(*avro.ArraySchema).Items()
+		fn, err := compile(items, t.Elem(), t.ElemField().Nullable, path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		return func(b array.Builder, v any) error {
+			lb := b.(*array.ListBuilder)
+			lb.Append(true)
+			vb := lb.ValueBuilder()
+			switch xs := v.(type) {
+			case []any:
+				for _, x := range xs {
+					if err := fn(vb, x); err != nil {
+						return err
+					}
+				}
+			case []string:
+				for _, x := range xs {
+					if err := fn(vb, x); err != nil {
+						return err
+					}
+				}
+			default:
+				return badValue(path, v, "array ([]any)")
+			}
+			return nil
+		}, nil
+	case *arrow.MapType:
+		values := s.(*avro.MapSchema).Values()
+		fn, err := compile(values, t.ItemType(), t.ItemField().Nullable, path+"{}")
+		if err != nil {
+			return nil, err
+		}
+		return func(b array.Builder, v any) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return badValue(path, v, "map (map[string]any)")
+			}
+			mb := b.(*array.MapBuilder)
+			mb.Append(true)
+			kb, ib := mb.KeyBuilder().(*array.StringBuilder), mb.ItemBuilder()
+			for _, k := range sortedKeys(m) {
+				kb.Append(k)
+				if err := fn(ib, m[k]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: field %q: no writer for Arrow type %s", ErrUnsupportedSchema, path, dt)
+}
+
+func fieldNames(rec *avro.RecordSchema) []string {
+	names := make([]string, len(rec.Fields()))
+	for i, f := range rec.Fields() {
+		names[i] = f.Name()
+	}
+	return names
+}

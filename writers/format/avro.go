@@ -1,0 +1,138 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/ocf"
+)
+
+type avroWriter struct {
+	cw      *countingWriter
+	enc     *ocf.Encoder
+	schema  avro.Schema
+	rec     *avro.Encoder
+	buf     bytes.Buffer
+	meta    bool
+	micros  bool
+	records int64
+	pending int64 // records since the last block reached the writer
+	lastN   int64
+}
+
+// WithMetadataFields returns the Avro record schema s plus the metadata
+// columns (_topic string, _partition int, _offset long, _timestamp
+// timestamp-millis or -micros).
+func WithMetadataFields(s avro.Schema, micros bool) (avro.Schema, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("format: schema: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("format: schema: %w", err)
+	}
+	fields, _ := m["fields"].([]any)
+	for _, f := range fields {
+		if fm, ok := f.(map[string]any); ok {
+			switch fm["name"] {
+			case ColTopic, ColPartition, ColOffset, ColTimestamp:
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", ErrUnsupportedSchema, fm["name"])
+			}
+		}
+	}
+	lt := "timestamp-millis"
+	if micros {
+		lt = "timestamp-micros"
+	}
+	fields = append(fields,
+		map[string]any{"name": ColTopic, "type": "string"},
+		map[string]any{"name": ColPartition, "type": "int"},
+		map[string]any{"name": ColOffset, "type": "long"},
+		map[string]any{"name": ColTimestamp, "type": map[string]any{"type": "long", "logicalType": lt}},
+	)
+	m["fields"] = fields
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return avro.ParseBytesWithCache(out, "", &avro.SchemaCache{})
+}
+
+func avroCodec(c string) ocf.CodecName {
+	switch c {
+	case "none", "null":
+		return ocf.Null
+	case "deflate":
+		return ocf.Deflate
+	case "snappy":
+		return ocf.Snappy
+	}
+	return ocf.ZStandard
+}
+
+func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, error) {
+	if schema.Type() != avro.Record {
+		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
+	}
+	if opts.MetadataColumns {
+		var err error
+		if schema, err = WithMetadataFields(schema, opts.TimestampMicros); err != nil {
+			return nil, err
+		}
+	}
+	cw := &countingWriter{w: w}
+	enc, err := ocf.NewEncoderWithSchema(schema, cw, ocf.WithCodec(avroCodec(opts.Compression)),
+		ocf.WithBlockLength(4096), ocf.WithBlockSize(1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("format: avro: %w", err)
+	}
+	a := &avroWriter{cw: cw, enc: enc, schema: schema, meta: opts.MetadataColumns, micros: opts.TimestampMicros}
+	a.rec = avro.NewEncoderForSchema(schema, &a.buf)
+	a.lastN = cw.n
+	return a, nil
+}
+
+func (a *avroWriter) Write(value map[string]any, meta Meta) error {
+	if a.meta {
+		value[ColTopic] = meta.Topic
+		value[ColPartition] = meta.Partition
+		value[ColOffset] = meta.Offset
+		value[ColTimestamp] = meta.Timestamp
+	}
+	a.buf.Reset()
+	if err := a.rec.Encode(value); err != nil {
+		// The record encoder keeps its error; start a fresh one.
+		a.rec = avro.NewEncoderForSchema(a.schema, &a.buf)
+		return fmt.Errorf("%w: %v", ErrBadValue, err)
+	}
+	if _, err := a.enc.Write(a.buf.Bytes()); err != nil {
+		return fmt.Errorf("format: avro: %w", err)
+	}
+	a.records++
+	if a.cw.n != a.lastN {
+		a.lastN, a.pending = a.cw.n, 0
+	} else {
+		a.pending++
+	}
+	return nil
+}
+
+func (a *avroWriter) Records() int64 { return a.records }
+
+func (a *avroWriter) Bytes() int64 {
+	written := a.records - a.pending
+	per := int64(64)
+	if written > 0 {
+		per = max(1, a.cw.n/written)
+	}
+	return a.cw.n + a.pending*per
+}
+
+func (a *avroWriter) Close() error {
+	return errors.Join(a.enc.Close())
+}

@@ -1,0 +1,194 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/hamba/avro/v2"
+)
+
+// ErrUnsupportedSchema reports an Avro schema (or part of one) that has no
+// faithful Parquet/Arrow equivalent.
+var ErrUnsupportedSchema = errors.New("format: unsupported schema")
+
+// ArrowSchema maps an Avro record schema to an Arrow schema, as Parquet
+// files are written:
+//
+//	boolean → bool            int → int32          long → int64
+//	float → float32           double → float64     string, enum → utf8
+//	bytes → binary            fixed(n) → fixed_size_binary(n)
+//	record → struct           array → list         map → map<utf8, V>
+//	["null", T] / [T, "null"] → T, nullable         [T] → T
+//	date → date32             time-millis → time32[ms]  time-micros → time64[us]
+//	timestamp-millis → timestamp[ms, UTC]   timestamp-micros → timestamp[us, UTC]
+//	local-timestamp-millis/micros → timestamp[ms/us] (no zone)
+//	decimal(p ≤ 38, s) on bytes or fixed → decimal128(p, s)
+//	uuid on string → arrow.uuid (Parquet UUID)
+//
+// A union of two or more non-null types, a bare null, or a decimal wider than
+// 38 digits is an error wrapping ErrUnsupportedSchema that names the field.
+func ArrowSchema(s avro.Schema) (*arrow.Schema, error) {
+	rec, ok := s.(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, s.Type())
+	}
+	fields, err := recordFields(rec, "")
+	if err != nil {
+		return nil, err
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+func recordFields(rec *avro.RecordSchema, prefix string) ([]arrow.Field, error) {
+	out := make([]arrow.Field, 0, len(rec.Fields()))
+	for _, f := range rec.Fields() {
+		path := prefix + f.Name()
+		t, nullable, err := arrowType(f.Type(), path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, arrow.Field{Name: f.Name(), Type: t, Nullable: nullable})
+	}
+	return out, nil
+}
+
+// nonNull returns the one non-null branch of a union and whether the union
+// admits null.
+func nonNull(u *avro.UnionSchema, path string) (avro.Schema, bool, error) {
+	var branch avro.Schema
+	nullable := false
+	for _, t := range u.Types() {
+		if t.Type() == avro.Null {
+			nullable = true
+			continue
+		}
+		if branch != nil {
+			return nil, false, fmt.Errorf("%w: field %q: union of %s has more than one non-null type; "+
+				"Parquet has no unions: use [\"null\", T] or a record with one optional field per type",
+				ErrUnsupportedSchema, path, strings.Join(nonNullNames(u), ", "))
+		}
+		branch = t
+	}
+	if branch == nil {
+		return nil, false, fmt.Errorf("%w: field %q: union has only null", ErrUnsupportedSchema, path)
+	}
+	return branch, nullable, nil
+}
+
+func nonNullNames(u *avro.UnionSchema) []string {
+	var q []string
+	for _, t := range u.Types() {
+		if t.Type() != avro.Null {
+			q = append(q, fmt.Sprintf("%q", typeName(t)))
+		}
+	}
+	return q
+}
+
+func typeName(s avro.Schema) string {
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return string(s.Type())
+}
+
+func deref(s avro.Schema) avro.Schema {
+	for {
+		r, ok := s.(*avro.RefSchema)
+		if !ok {
+			return s
+		}
+		s = r.Schema()
+	}
+}
+
+func logicalOf(s avro.Schema) avro.LogicalSchema {
+	if l, ok := s.(avro.LogicalTypeSchema); ok {
+		return l.Logical()
+	}
+	return nil
+}
+
+func arrowType(s avro.Schema, path string) (arrow.DataType, bool, error) {
+	s = deref(s)
+	nullable := false
+	if u, ok := s.(*avro.UnionSchema); ok {
+		b, n, err := nonNull(u, path)
+		if err != nil {
+			return nil, false, err
+		}
+		s, nullable = deref(b), n
+	}
+	if ls := logicalOf(s); ls != nil {
+		switch ls.Type() {
+		case avro.Decimal:
+			d, _ := ls.(*avro.DecimalLogicalSchema)
+			if d == nil || d.Precision() < 1 || d.Precision() > 38 {
+				return nil, false, fmt.Errorf("%w: field %q: decimal precision must be 1..38", ErrUnsupportedSchema, path)
+			}
+			return &arrow.Decimal128Type{Precision: int32(d.Precision()), Scale: int32(d.Scale())}, nullable, nil
+		case avro.UUID:
+			if s.Type() == avro.String {
+				return extensions.NewUUIDType(), nullable, nil
+			}
+		case avro.Date:
+			return arrow.FixedWidthTypes.Date32, nullable, nil
+		case avro.TimeMillis:
+			return arrow.FixedWidthTypes.Time32ms, nullable, nil
+		case avro.TimeMicros:
+			return arrow.FixedWidthTypes.Time64us, nullable, nil
+		case avro.TimestampMillis:
+			return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, nullable, nil
+		case avro.TimestampMicros:
+			return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nullable, nil
+		case avro.LocalTimestampMillis:
+			return &arrow.TimestampType{Unit: arrow.Millisecond}, nullable, nil
+		case avro.LocalTimestampMicros:
+			return &arrow.TimestampType{Unit: arrow.Microsecond}, nullable, nil
+		}
+	}
+	switch s.Type() {
+	case avro.Boolean:
+		return arrow.FixedWidthTypes.Boolean, nullable, nil
+	case avro.Int:
+		return arrow.PrimitiveTypes.Int32, nullable, nil
+	case avro.Long:
+		return arrow.PrimitiveTypes.Int64, nullable, nil
+	case avro.Float:
+		return arrow.PrimitiveTypes.Float32, nullable, nil
+	case avro.Double:
+		return arrow.PrimitiveTypes.Float64, nullable, nil
+	case avro.String, avro.Enum:
+		return arrow.BinaryTypes.String, nullable, nil
+	case avro.Bytes:
+		return arrow.BinaryTypes.Binary, nullable, nil
+	case avro.Fixed:
+		return &arrow.FixedSizeBinaryType{ByteWidth: s.(*avro.FixedSchema).Size()}, nullable, nil
+	case avro.Record:
+		fields, err := recordFields(s.(*avro.RecordSchema), path+".")
+		if err != nil {
+			return nil, false, err
+		}
+		return arrow.StructOf(fields...), nullable, nil
+	case avro.Array:
+		et, en, err := arrowType(s.(*avro.ArraySchema).Items(), path+"[]")
+		if err != nil {
+			return nil, false, err
+		}
+		return arrow.ListOfField(arrow.Field{Name: "element", Type: et, Nullable: en}), nullable, nil
+	case avro.Map:
+		vt, vn, err := arrowType(s.(*avro.MapSchema).Values(), path+"{}")
+		if err != nil {
+			return nil, false, err
+		}
+		mt := arrow.MapOfWithMetadata(arrow.BinaryTypes.String, arrow.Metadata{}, vt, arrow.Metadata{})
+		mt.SetItemNullable(vn)
+		return mt, nullable, nil
+	case avro.Null:
+		return nil, false, fmt.Errorf("%w: field %q: a field of type null holds nothing", ErrUnsupportedSchema, path)
+	}
+	return nil, false, fmt.Errorf("%w: field %q: Avro type %s", ErrUnsupportedSchema, path, s.Type())
+}

@@ -1,0 +1,178 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/hamba/avro/v2"
+)
+
+type parquetWriter struct {
+	cw       *countingWriter
+	fw       *pqarrow.FileWriter
+	rb       *array.RecordBuilder
+	fns      []appendFn
+	names    []string
+	nfields  int
+	meta     bool
+	tsMicros bool
+	groupLen int
+	pending  int
+	records  int64
+	flushed  int64 // rows in written row groups
+}
+
+func parquetCodec(c string) compress.Compression {
+	switch c {
+	case "none", "uncompressed":
+		return compress.Codecs.Uncompressed
+	case "snappy":
+		return compress.Codecs.Snappy
+	case "gzip":
+		return compress.Codecs.Gzip
+	}
+	return compress.Codecs.Zstd
+}
+
+func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWriter, error) {
+	as, err := ArrowSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	rec := schema.(*avro.RecordSchema)
+	fns, err := compileRecord(rec, as.Fields(), "")
+	if err != nil {
+		return nil, err
+	}
+	fields := as.Fields()
+	nfields := len(fields)
+	if opts.MetadataColumns {
+		unit := arrow.Millisecond
+		if opts.TimestampMicros {
+			unit = arrow.Microsecond
+		}
+		for _, f := range fields {
+			switch f.Name {
+			case ColTopic, ColPartition, ColOffset, ColTimestamp:
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", ErrUnsupportedSchema, f.Name)
+			}
+		}
+		fields = append(fields,
+			arrow.Field{Name: ColTopic, Type: arrow.BinaryTypes.String},
+			arrow.Field{Name: ColPartition, Type: arrow.PrimitiveTypes.Int32},
+			arrow.Field{Name: ColOffset, Type: arrow.PrimitiveTypes.Int64},
+			arrow.Field{Name: ColTimestamp, Type: &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}},
+		)
+	}
+	as = arrow.NewSchema(fields, nil)
+	groupLen := opts.RowGroupRows
+	if groupLen <= 0 {
+		groupLen = 128 * 1024
+	}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(parquetCodec(opts.Compression)),
+		parquet.WithDictionaryDefault(!opts.NoDictionary),
+		parquet.WithMaxRowGroupLength(int64(groupLen)),
+		parquet.WithVersion(parquet.V2_6),
+		parquet.WithCreatedBy("sluice"),
+	)
+	cw := &countingWriter{w: w}
+	fw, err := pqarrow.NewFileWriter(as, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, fmt.Errorf("format: parquet: %w", err)
+	}
+	return &parquetWriter{
+		cw: cw, fw: fw, rb: array.NewRecordBuilder(memory.DefaultAllocator, as),
+		fns: fns, names: fieldNames(rec), nfields: nfields, meta: opts.MetadataColumns,
+		tsMicros: opts.TimestampMicros, groupLen: groupLen,
+	}, nil
+}
+
+func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
+	for i, fn := range p.fns {
+		if err := fn(p.rb.Field(i), value[p.names[i]]); err != nil {
+			return errors.Join(err, p.recoverRow())
+		}
+	}
+	if p.meta {
+		n := p.nfields
+		p.rb.Field(n).(*array.StringBuilder).Append(meta.Topic)
+		p.rb.Field(n + 1).(*array.Int32Builder).Append(meta.Partition)
+		p.rb.Field(n + 2).(*array.Int64Builder).Append(meta.Offset)
+		ts := meta.Timestamp.UnixMilli()
+		if p.tsMicros {
+			ts = meta.Timestamp.UnixMicro()
+		}
+		p.rb.Field(n + 3).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
+	}
+	p.pending++
+	p.records++
+	if p.pending >= p.groupLen {
+		return p.flush()
+	}
+	return nil
+}
+
+// recoverRow drops a half-appended row: the good rows are written as a row
+// group and the builders start empty.
+func (p *parquetWriter) recoverRow() error {
+	cols := make([]arrow.Array, len(p.rb.Fields()))
+	for i, b := range p.rb.Fields() {
+		a := b.NewArray()
+		cols[i] = array.NewSlice(a, 0, int64(p.pending))
+		a.Release()
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	n := p.pending
+	p.pending = 0
+	if n == 0 {
+		return nil
+	}
+	rec := array.NewRecordBatch(p.rb.Schema(), cols, int64(n))
+	defer rec.Release()
+	p.flushed += int64(n)
+	return p.fw.Write(rec)
+}
+
+func (p *parquetWriter) flush() error {
+	if p.pending == 0 {
+		return nil
+	}
+	rec := p.rb.NewRecordBatch()
+	defer rec.Release()
+	p.flushed += int64(p.pending)
+	p.pending = 0
+	if err := p.fw.Write(rec); err != nil {
+		return fmt.Errorf("format: parquet row group: %w", err)
+	}
+	return nil
+}
+
+func (p *parquetWriter) Records() int64 { return p.records }
+
+// Bytes is the bytes written plus the pending rows at the average size of
+// the written ones (or 64 bytes a row before the first row group).
+func (p *parquetWriter) Bytes() int64 {
+	per := int64(64)
+	if p.flushed > 0 {
+		per = max(1, p.cw.n/p.flushed)
+	}
+	return p.cw.n + int64(p.pending)*per
+}
+
+func (p *parquetWriter) Close() error {
+	err := p.flush()
+	p.rb.Release()
+	return errors.Join(err, p.fw.Close())
+}
