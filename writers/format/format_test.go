@@ -108,7 +108,7 @@ func TestParquetReadByDuckDBAndPyarrow(t *testing.T) {
 			p := writeFile(t, format.Options{Kind: format.Parquet, Compression: c, RowGroupRows: 128, MetadataColumns: true}, nEvents)
 			from := fmt.Sprintf("read_parquet('%s')", p)
 			var n, sum int64
-			if err := db.QueryRow("SELECT count(*), sum(id) FROM " + from).Scan(&n, &sum); err != nil {
+			if err := db.QueryRow("SELECT count(*), sum(id) FROM "+from).Scan(&n, &sum); err != nil {
 				t.Fatal(err)
 			}
 			if n != nEvents || sum != nEvents*(nEvents-1)/2 {
@@ -201,7 +201,7 @@ func TestJSONLinesReadByDuckDB(t *testing.T) {
 			p := writeFile(t, format.Options{Kind: format.JSONLines, Compression: c, MetadataColumns: true}, nEvents)
 			from := fmt.Sprintf("read_json_auto('%s')", p)
 			var n, sum int64
-			if err := db.QueryRow("SELECT count(*), sum(id) FROM " + from).Scan(&n, &sum); err != nil {
+			if err := db.QueryRow("SELECT count(*), sum(id) FROM "+from).Scan(&n, &sum); err != nil {
 				t.Fatal(err)
 			}
 			if n != nEvents || sum != nEvents*(nEvents-1)/2 {

@@ -286,5 +286,3 @@ func (j *jsonWriter) Close() error {
 	}
 	return err
 }
-
-

@@ -186,8 +186,6 @@ func ratString(u *big.Int, scale int32) string {
 	return r.FloatString(int(scale))
 }
 
-
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
