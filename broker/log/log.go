@@ -1,0 +1,462 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/broker/log/vfs"
+)
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) dirName() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// String returns "topic-partition".
+func (tp TopicPartition) String() string { return tp.dirName() }
+
+// AppendOptions qualify an Append.
+type AppendOptions struct {
+	LeaderEpoch   int32 // stamped into each batch's PartitionLeaderEpoch field (leader appends)
+	AssignOffsets bool  // true on a leader; false = follower replication (keep offsets as in the bytes)
+}
+
+// AppendResult describes an append.
+type AppendResult struct {
+	BaseOffset, LastOffset int64 // offsets assigned (or, for a duplicate, those of the original append)
+	LogAppendTime          int64 // ms, -1 unless the topic uses LogAppendTime
+	LogStartOffset         int64
+	Duplicate              bool // idempotent retry of a batch already in the log: nothing appended
+}
+
+// Log is the append-only log of one partition: a directory of segments.
+// All methods are safe for concurrent use; appends are serialised, reads run
+// in parallel with each other and with appends.
+type Log struct {
+	tp      TopicPartition
+	dir     string
+	fs      vfs.FS
+	cache   *fileCache
+	clock   Clock
+	logger  *slog.Logger
+	metrics *Metrics
+	mgr     *Manager // nil when opened outside a manager (tests)
+
+	mu sync.RWMutex
+	// Guarded by mu.
+	cfg           Config
+	segments      []*segment // ascending base offsets; the last one is active
+	leo           int64
+	logStart      int64
+	hw            int64
+	recovery      partitionCheckpoint // recovery point fields only: data below is synced
+	checkpointed  partitionCheckpoint // last written partition.checkpoint
+	epochs        []epochEntry
+	producers     *producerState
+	snapshots     []int64 // offsets of producer snapshot files on disk, ascending
+	unflushedMsgs int64
+	lastFlush     time.Time
+	dirDirty      bool  // directory entries created since the last SyncDir
+	failed        error // set by an I/O error that left the files uncertain
+	closed        bool
+	changed       chan struct{}
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// TopicPartition returns the partition this log stores.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Config returns the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
+// SetConfig changes the configuration; zero fields take defaults.
+func (l *Log) SetConfig(cfg Config) error {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
+// LogStartOffset returns the first offset that may be read.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStart
+}
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo
+}
+
+// HighWatermark returns the high watermark set by the log's owner.
+func (l *Log) HighWatermark() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.hw
+}
+
+// SetHighWatermark sets the high watermark (clamped to [LogStartOffset,
+// LogEndOffset]). It is written to partition.checkpoint at the next
+// checkpoint (Flush, a Manager.RunRetention pass, Close).
+func (l *Log) SetHighWatermark(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset > l.leo || offset < 0 {
+		return fmt.Errorf("%w: high watermark %d beyond log end %d", ErrOffsetOutOfRange, offset, l.leo)
+	}
+	offset = max(offset, l.logStart)
+	if offset != l.hw {
+		l.hw = offset
+		l.notifyLocked()
+	}
+	return nil
+}
+
+// Changed returns a channel closed at the next append or high-watermark change.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+func (l *Log) notifyLocked() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// LatestEpoch returns the newest leader epoch in the epoch cache, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.epochs) == 0 {
+		return -1
+	}
+	return l.epochs[len(l.epochs)-1].Epoch
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch as Kafka does: the end
+// offset of the largest epoch <= epoch (the start of the next epoch, or the
+// log end for the latest), and that epoch. (-1, -1) if unknown.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int64, int32) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if epoch < 0 || len(l.epochs) == 0 {
+		return -1, -1
+	}
+	if l.epochs[len(l.epochs)-1].Epoch == epoch {
+		return l.leo, epoch
+	}
+	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].Epoch > epoch })
+	if i == len(l.epochs) {
+		return -1, -1
+	}
+	if i == 0 {
+		return l.epochs[0].StartOffset, epoch
+	}
+	return l.epochs[i].StartOffset, l.epochs[i-1].Epoch
+}
+
+// Size returns the bytes of all segment files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+func (l *Log) checkWritable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("%w: %s: %w", ErrLogFailed, l.tp, l.failed)
+	}
+	return nil
+}
+
+// fail records an I/O error after which the in-memory state may not match the
+// files; the log accepts no more writes until it is reopened.
+func (l *Log) fail(err error) error {
+	if l.failed == nil {
+		l.failed = err
+		l.logger.Error("log failed; reopen to recover", "partition", l.tp.String(), "err", err)
+	}
+	return err
+}
+
+// Append validates and appends one or more concatenated RecordBatch v2, as a
+// Produce request carries them. It is all-or-nothing. On a leader
+// (AssignOffsets) it rewrites each batch's baseOffset and
+// partitionLeaderEpoch in place in the caller's buffer (and, for
+// LogAppendTime topics, maxTimestamp and the CRC); batches are never
+// decompressed. Idempotent batches (producerId >= 0) must come one per call.
+func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
+	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
+	l.mu.RLock()
+	cfg := l.cfg
+	l.mu.RUnlock()
+	var hdrBuf [4]batchHeader
+	hdrs, records, err := splitBatches(batches, cfg.MaxMessageBytes, opts.AssignOffsets, hdrBuf[:0])
+	if err != nil {
+		return res, err
+	}
+	idempotent := false
+	for i := range hdrs {
+		if hdrs[i].ProducerID >= 0 {
+			idempotent = true
+		}
+	}
+	if idempotent && len(hdrs) > 1 && opts.AssignOffsets {
+		return res, fmt.Errorf("%w: an idempotent producer's batch must be the only one in its append", ErrInvalidRecord)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return res, err
+	}
+	res.LogStartOffset = l.logStart
+	if opts.AssignOffsets && idempotent {
+		dup, err := l.producers.check(&hdrs[0])
+		if err != nil {
+			return res, err
+		}
+		if dup != nil {
+			res.BaseOffset, res.LastOffset, res.Duplicate = dup.BaseOffset, dup.LastOffset, true
+			if cfg.TimestampType == LogAppendTime {
+				res.LogAppendTime = l.clock.Now().UnixMilli()
+			}
+			return res, nil
+		}
+	}
+	if !opts.AssignOffsets {
+		next := l.leo
+		for i := range hdrs {
+			if hdrs[i].BaseOffset != next {
+				return res, fmt.Errorf("%w: replicated batch has base offset %d, log end is %d", ErrOffsetOutOfRange, hdrs[i].BaseOffset, next)
+			}
+			next = hdrs[i].lastOffset() + 1
+		}
+	}
+	lastOffset := l.leo + int64(records) - 1
+	if !opts.AssignOffsets {
+		lastOffset = hdrs[len(hdrs)-1].lastOffset()
+	}
+	if err := l.maybeRollLocked(int64(len(batches)), lastOffset); err != nil {
+		return res, err
+	}
+
+	// Leader epoch: a new epoch starts at this append.
+	epoch := opts.LeaderEpoch
+	if opts.AssignOffsets && epoch >= 0 {
+		if err := l.assignEpochLocked(epoch, l.leo); err != nil {
+			return res, err
+		}
+	}
+
+	// Rewrite the fields outside the CRC (and LogAppendTime's).
+	now := int64(-1)
+	if opts.AssignOffsets {
+		if cfg.TimestampType == LogAppendTime {
+			now = l.clock.Now().UnixMilli()
+		}
+		next, pos := l.leo, 0
+		for i := range hdrs {
+			h := &hdrs[i]
+			b := batches[pos : pos+int(h.size())]
+			setBaseOffset(b, next)
+			setLeaderEpoch(b, epoch)
+			h.BaseOffset, h.LeaderEpoch = next, epoch
+			if now >= 0 {
+				setLogAppendTime(b, now)
+				h.MaxTimestamp = now
+			}
+			next = h.lastOffset() + 1
+			pos += int(h.size())
+		}
+	} else {
+		for i := range hdrs {
+			if err := l.assignEpochLocked(hdrs[i].LeaderEpoch, hdrs[i].BaseOffset); err != nil {
+				return res, err
+			}
+		}
+	}
+
+	seg := l.active()
+	f, err := l.cache.acquire(seg.h)
+	if err != nil {
+		return res, err
+	}
+	_, werr := f.WriteAt(batches, seg.size)
+	if werr != nil {
+		// Cut whatever part of the write reached the file, so neither readers
+		// nor recovery see it. If even that fails, the file is uncertain.
+		if terr := f.Truncate(seg.size); terr != nil {
+			l.fail(errors.Join(werr, terr))
+		}
+		l.cache.release(seg.h)
+		return res, fmt.Errorf("log: append to %s: %w", seg.logPath(), werr)
+	}
+	l.cache.release(seg.h)
+
+	pos := seg.size
+	interval := int64(cfg.IndexIntervalBytes)
+	for i := range hdrs {
+		seg.onAppend(&hdrs[i], pos, interval)
+		pos += hdrs[i].size()
+		l.producers.update(&hdrs[i])
+	}
+	seg.size = pos
+	res.BaseOffset = hdrs[0].BaseOffset
+	res.LastOffset = hdrs[len(hdrs)-1].lastOffset()
+	res.LogAppendTime = now
+	l.leo = res.LastOffset + 1
+	l.unflushedMsgs += int64(records)
+	l.notifyLocked()
+	if cfg.FlushMessages > 0 && l.unflushedMsgs >= cfg.FlushMessages {
+		if err := l.syncLocked(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// splitBatches validates the concatenated batches and returns their headers
+// and total record count.
+func splitBatches(b []byte, maxBytes int, fromClient bool, hdrs []batchHeader) ([]batchHeader, int, error) {
+	if len(b) == 0 {
+		return nil, 0, fmt.Errorf("%w: no record batch", ErrCorruptBatch)
+	}
+	records := 0
+	for pos := 0; pos < len(b); {
+		if len(b)-pos < batchHeaderSize {
+			return nil, 0, fmt.Errorf("%w: %d trailing bytes at %d are not a batch", ErrCorruptBatch, len(b)-pos, pos)
+		}
+		length := int64(int32(uint32(b[pos+offLength])<<24 | uint32(b[pos+offLength+1])<<16 | uint32(b[pos+offLength+2])<<8 | uint32(b[pos+offLength+3])))
+		size := logOverhead + length
+		if length < batchHeaderSize-logOverhead || size > int64(len(b)-pos) {
+			return nil, 0, fmt.Errorf("%w: batch at byte %d has length %d, %d bytes remain", ErrCorruptBatch, pos, length, len(b)-pos-logOverhead)
+		}
+		one := b[pos : pos+int(size)]
+		var h batchHeader
+		var err error
+		if fromClient {
+			h, err = validateClientBatch(one, maxBytes)
+		} else {
+			h, err = validateReplicaBatch(one)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("batch at byte %d: %w", pos, err)
+		}
+		hdrs = append(hdrs, h)
+		records += int(h.LastOffsetDelta) + 1
+		pos += int(size)
+	}
+	return hdrs, records, nil
+}
+
+// validateReplicaBatch checks a batch copied from a leader: framing, CRC, codec.
+func validateReplicaBatch(b []byte) (batchHeader, error) {
+	h := parseHeader(b)
+	if err := checkFrame(&h, int64(len(b))); err != nil {
+		return h, err
+	}
+	if err := checkCRC(b, &h); err != nil {
+		return h, err
+	}
+	if codec := h.Attributes & attrCompressionMask; codec > 4 {
+		return h, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)
+	}
+	return h, nil
+}
+
+// assignEpochLocked records that epoch starts at offset if it is newer than
+// the latest, and persists the cache.
+func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
+	if epoch < 0 || (len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].Epoch >= epoch) {
+		return nil
+	}
+	next := append(l.epochs[:len(l.epochs):len(l.epochs)], epochEntry{epoch, offset})
+	if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(next)); err != nil {
+		return fmt.Errorf("log: write leader-epoch cache: %w", err)
+	}
+	l.epochs = next
+	return nil
+}
+
+// maybeRollLocked starts a new segment if the next append of n bytes ending
+// at lastOffset should not go into the active one.
+func (l *Log) maybeRollLocked(n int64, lastOffset int64) error {
+	seg := l.active()
+	if seg.size == 0 {
+		return nil
+	}
+	switch {
+	case seg.size+n > l.cfg.SegmentBytes:
+	case l.clock.Now().Sub(seg.created) >= l.cfg.SegmentMs:
+	case lastOffset-seg.base > math.MaxInt32:
+	case seg.indexFull(l.cfg.SegmentIndexBytes):
+	default:
+		return nil
+	}
+	return l.rollLocked()
+}
+
+// rollLocked closes the active segment (syncing it and its indexes) and
+// starts a new one at the log end.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	if err := l.syncLocked(); err != nil {
+		return err
+	}
+	if err := old.persistIndexes(l.fs, true); err != nil {
+		return l.fail(err)
+	}
+	seg := newSegment(l.dir, l.leo, l.clock.Now())
+	seg.loaded = true
+	f, err := l.fs.Create(seg.logPath())
+	if err != nil {
+		return fmt.Errorf("log: roll: %w", err)
+	}
+	l.cache.adopt(seg.h, f)
+	l.cache.release(seg.h)
+	l.segments = append(l.segments, seg)
+	l.dirDirty = true
+	l.metrics.SegmentsRolled.Add(1)
+	// Make the new file durable and move the recovery point to it.
+	if err := l.checkpointLocked(); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+)
+
+// syncLocked makes every appended byte durable and advances the in-memory
+// recovery point to the log end. An fsync error is not retried (the kernel
+// may have dropped the dirty pages): the log fails.
+func (l *Log) syncLocked() error {
+	for _, s := range l.segments {
+		if s.flushedSize >= s.size {
+			continue
+		}
+		f, err := l.cache.acquire(s.h)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		l.cache.release(s.h)
+		if err != nil {
+			return l.fail(fmt.Errorf("log: sync %s: %w", s.logPath(), err))
+		}
+		s.flushedSize = s.size
+	}
+	if l.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("log: sync dir %s: %w", l.dir, err))
+		}
+		l.dirDirty = false
+	}
+	act := l.active()
+	l.recovery.RecoveryOffset, l.recovery.RecoverySegment, l.recovery.RecoveryPosition = l.leo, act.base, act.size
+	l.unflushedMsgs = 0
+	l.lastFlush = l.clock.Now()
+	l.metrics.Flushes.Add(1)
+	return nil
+}
+
+// checkpointLocked syncs the data, then writes what depends on it: the index
+// files, a producer snapshot and partition.checkpoint (recovery point, log
+// start offset, high watermark), in that order.
+func (l *Log) checkpointLocked() error {
+	if err := l.syncLocked(); err != nil {
+		return err
+	}
+	for _, s := range l.segments {
+		if err := s.persistIndexes(l.fs, true); err != nil {
+			return l.fail(err)
+		}
+	}
+	if l.producers.dirty {
+		if err := l.writeSnapshotLocked(); err != nil {
+			return err
+		}
+	}
+	c := l.recovery
+	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
+	if c == l.checkpointed {
+		return nil
+	}
+	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
+	}
+	l.checkpointed = c
+	return nil
+}
+
+func snapshotName(offset int64) string { return fmt.Sprintf("%020d%s", offset, snapshotSuffix) }
+
+// writeSnapshotLocked writes the producer table as of the log end and keeps
+// the two newest snapshots.
+func (l *Log) writeSnapshotLocked() error {
+	if len(l.producers.m) == 0 {
+		// An empty table needs no file: ProducersAt in the checkpoint says so.
+		for _, off := range l.snapshots {
+			if err := l.fs.Remove(path.Join(l.dir, snapshotName(off))); err != nil && !isNotExist(err) {
+				return l.fail(fmt.Errorf("log: remove producer snapshot: %w", err))
+			}
+		}
+		l.snapshots, l.producers.dirty = nil, false
+		return nil
+	}
+	if err := writeFileAtomic(l.fs, l.dir, snapshotName(l.leo), l.producers.encode()); err != nil {
+		return l.fail(fmt.Errorf("log: write producer snapshot: %w", err))
+	}
+	l.producers.dirty = false
+	if n := len(l.snapshots); n == 0 || l.snapshots[n-1] != l.leo {
+		l.snapshots = append(l.snapshots, l.leo)
+	}
+	for len(l.snapshots) > 2 {
+		if err := l.fs.Remove(path.Join(l.dir, snapshotName(l.snapshots[0]))); err != nil && !isNotExist(err) {
+			return fmt.Errorf("log: remove old producer snapshot: %w", err)
+		}
+		l.snapshots = l.snapshots[1:]
+	}
+	return nil
+}
+
+// Flush makes everything appended so far durable and writes the checkpoint.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	return l.checkpointLocked()
+}
+
+// maintain is one pass of the periodic work: flush.ms, retention, checkpoint.
+func (l *Log) maintain() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.failed != nil {
+		return nil
+	}
+	now := l.clock.Now()
+	if l.cfg.FlushMs > 0 && l.unflushedMsgs > 0 && now.Sub(l.lastFlush) >= l.cfg.FlushMs {
+		if err := l.syncLocked(); err != nil {
+			return err
+		}
+	}
+	if err := l.retentionLocked(); err != nil {
+		return err
+	}
+	// The periodic checkpoint only records what is already synced.
+	if !l.checkpointNeededLocked() {
+		return nil
+	}
+	return l.checkpointLocked()
+}
+
+func (l *Log) checkpointNeededLocked() bool {
+	c := l.recovery
+	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
+	return c != l.checkpointed || l.producers.dirty
+}
+
+// retentionLocked deletes whole closed segments past retention.ms or beyond
+// retention.bytes, oldest first.
+func (l *Log) retentionLocked() error {
+	now := l.clock.Now().UnixMilli()
+	var total int64
+	for _, s := range l.segments {
+		total += s.size
+	}
+	n := 0
+	for _, s := range l.segments[:len(l.segments)-1] {
+		expired := false
+		if l.cfg.RetentionMs >= 0 {
+			if err := s.ensureLoaded(l.fs, s.size); err != nil {
+				return err
+			}
+			if ts := s.maxTimestamp(); ts >= 0 && now-ts > l.cfg.RetentionMs.Milliseconds() {
+				expired = true
+			}
+		}
+		if l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes {
+			expired = true
+		}
+		if !expired {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return l.deleteSegmentsLocked(n, l.segments[n].base)
+}
+
+// deleteSegmentsLocked removes the n oldest segments and raises the log start
+// offset to at least start. The checkpoint with the new log start is written
+// first, so a crash between the two leaves segments that the next open
+// recognises as deleted.
+func (l *Log) deleteSegmentsLocked(n int, start int64) error {
+	old := l.logStart
+	l.logStart = max(l.logStart, start)
+	l.hw = max(l.hw, l.logStart)
+	if err := l.checkpointLocked(); err != nil {
+		l.logStart = old
+		return err
+	}
+	gone := l.segments[:n]
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	for _, s := range gone {
+		l.cache.remove(s.h)
+		if err := removeSegmentFiles(l.fs, s); err != nil {
+			return err
+		}
+		l.metrics.SegmentsDeleted.Add(1)
+	}
+	l.truncateEpochsFromStartLocked()
+	return nil
+}
+
+func removeSegmentFiles(fsys interface{ Remove(string) error }, s *segment) error {
+	var errs []error
+	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+		if err := fsys.Remove(p); err != nil && !isNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("log: remove segment %d: %w", s.base, err)
+	}
+	return nil
+}
+
+// truncateEpochsFromStartLocked drops epochs that ended before the log start.
+func (l *Log) truncateEpochsFromStartLocked() {
+	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset > l.logStart })
+	if i > 1 {
+		l.epochs = append([]epochEntry(nil), l.epochs[i-1:]...)
+	}
+}
+
+// DeleteRecordsBefore raises the log start offset to offset (as Kafka's
+// DeleteRecords) and deletes the segments wholly below it. offset may not
+// exceed the high watermark.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset > l.hw || offset < 0 {
+		return fmt.Errorf("%w: delete-records offset %d is beyond the high watermark %d", ErrOffsetOutOfRange, offset, l.hw)
+	}
+	if offset <= l.logStart {
+		return nil
+	}
+	n := 0
+	for n < len(l.segments)-1 && l.segments[n+1].base <= offset {
+		n++
+	}
+	if n == 0 {
+		l.logStart = offset
+		return l.checkpointLocked()
+	}
+	return l.deleteSegmentsLocked(n, offset)
+}

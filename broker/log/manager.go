@@ -1,0 +1,275 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/broker/log/vfs"
+)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	FS           vfs.FS       // vfs.OS in production
+	Dir          string       // the data directory
+	Clock        Clock        // nil = wall clock
+	MaxOpenFiles int          // bound on cached segment file handles; 0 = 1024
+	Logger       *slog.Logger // nil = discard
+}
+
+// Manager owns the partition logs of one data directory and the cache that
+// bounds their open files.
+type Manager struct {
+	opts    ManagerOptions
+	cache   *fileCache
+	metrics *Metrics
+	clean   bool // the directory was shut down cleanly last time
+
+	mu     sync.Mutex
+	known  map[TopicPartition]bool // found on disk or created
+	logs   map[TopicPartition]*Log
+	closed bool
+}
+
+// OpenManager opens (creating if needed) a data directory. It finds the
+// <topic>-<partition> directories there; each is recovered when it is
+// opened with Open. A clean-shutdown marker left by Close is consumed, so a
+// crash after this point is recognised as unclean.
+func OpenManager(opts ManagerOptions) (*Manager, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	if opts.Clock == nil {
+		opts.Clock = wallClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("log: ManagerOptions.Dir is empty")
+	}
+	m := &Manager{
+		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &Metrics{},
+		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{},
+	}
+	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
+		return nil, fmt.Errorf("log: create data dir: %w", err)
+	}
+	names, err := opts.FS.List(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list data dir: %w", err)
+	}
+	for _, name := range names {
+		full := path.Join(opts.Dir, name)
+		switch {
+		case name == cleanMarkerFile:
+			m.clean = true
+		case strings.HasSuffix(name, deleteSuffix):
+			if err := opts.FS.RemoveAll(full); err != nil {
+				return nil, fmt.Errorf("log: finish deleting %s: %w", full, err)
+			}
+		default:
+			if _, isDir, err := opts.FS.Stat(full); err == nil && isDir {
+				if tp, ok := parsePartitionDir(name); ok {
+					m.known[tp] = true
+				}
+			}
+		}
+	}
+	if m.clean {
+		if err := opts.FS.Remove(path.Join(opts.Dir, cleanMarkerFile)); err != nil {
+			return nil, fmt.Errorf("log: remove clean-shutdown marker: %w", err)
+		}
+		if err := opts.FS.SyncDir(opts.Dir); err != nil {
+			return nil, fmt.Errorf("log: sync data dir: %w", err)
+		}
+	}
+	return m, nil
+}
+
+const deleteSuffix = "-delete"
+
+func parsePartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// Metrics returns the manager's counters.
+func (m *Manager) Metrics() *Metrics { return m.metrics }
+
+// OpenFiles returns how many segment files the cache holds open.
+func (m *Manager) OpenFiles() int { n, _ := m.cache.stats(); return n }
+
+// Partitions lists the partitions found on disk or created, sorted.
+func (m *Manager) Partitions() []TopicPartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]TopicPartition, 0, len(m.known))
+	for tp := range m.known {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// Open returns the log of tp, opening (and recovering) or creating it. If it
+// is already open, the open log is returned and cfg is ignored.
+func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
+	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\\x00") || tp.Topic == "." || tp.Topic == ".." {
+		return nil, fmt.Errorf("log: invalid partition %q/%d", tp.Topic, tp.Partition)
+	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	dir := path.Join(m.opts.Dir, tp.dirName())
+	if !m.known[tp] {
+		if err := m.opts.FS.MkdirAll(dir); err != nil {
+			return nil, fmt.Errorf("log: create %s: %w", dir, err)
+		}
+		if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+			return nil, fmt.Errorf("log: sync data dir: %w", err)
+		}
+	}
+	l, err := openLog(openParams{
+		fs: m.opts.FS, dir: dir, tp: tp, cfg: cfg, clock: m.opts.Clock, logger: m.opts.Logger,
+		cache: m.cache, metrics: m.metrics, clean: m.clean, mgr: m,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log: open %s: %w", tp, err)
+	}
+	m.known[tp] = true
+	m.logs[tp] = l
+	return l, nil
+}
+
+// Get returns tp's log if it is open.
+func (m *Manager) Get(tp TopicPartition) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.logs[tp]
+	return l, ok
+}
+
+// forget is called by Log.Close.
+func (m *Manager) forget(l *Log) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs[l.tp] == l {
+		delete(m.logs, l.tp)
+	}
+}
+
+// Delete closes tp's log and removes its directory: it is first renamed to
+// <dir>-delete (so a crash mid-removal finishes at the next open), then removed.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	known := m.known[tp]
+	m.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		for _, s := range l.segments {
+			m.cache.remove(s.h)
+		}
+		l.closed = true
+		l.notifyLocked()
+		l.mu.Unlock()
+	}
+	m.mu.Lock()
+	delete(m.logs, tp)
+	delete(m.known, tp)
+	m.mu.Unlock()
+	if l == nil && !known {
+		return nil
+	}
+	dir := path.Join(m.opts.Dir, tp.dirName())
+	if err := m.opts.FS.RemoveAll(dir); err != nil {
+		return fmt.Errorf("log: delete %s: %w", tp, err)
+	}
+	return m.opts.FS.SyncDir(m.opts.Dir)
+}
+
+// RunRetention runs one pass of the periodic work over every open log:
+// flush.ms, retention.ms / retention.bytes and the checkpoint (recovery point,
+// high watermark, producer snapshot). The owner calls it on a timer.
+func (m *Manager) RunRetention() error {
+	var errs []error
+	for _, l := range m.openLogs() {
+		if err := l.maintain(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) openLogs() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Close closes every log (flushing and checkpointing each) and, if all went
+// well, writes the clean-shutdown marker so that the next open scans nothing.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	var errs []error
+	for _, l := range m.openLogs() {
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	f, err := m.opts.FS.Create(path.Join(m.opts.Dir, cleanMarkerFile))
+	if err == nil {
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = m.opts.FS.SyncDir(m.opts.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("log: write clean-shutdown marker: %w", err)
+	}
+	return nil
+}
