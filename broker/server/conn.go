@@ -168,6 +168,9 @@ func (c *conn) handle(f frame) (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			if c.s.onPanic != nil {
+				c.s.onPanic(r)
+			}
 			c.logger.Error("handler panic (bug): closing connection", "api", a.name, "version", hdr.version, "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: internal error handling %s", ErrBadFrame, a.name)
 		}

@@ -58,6 +58,10 @@ func handleCreateTopics(s *Server, rc *requestContext, kreq kmsg.Request) (reply
 		if partitions == -1 {
 			partitions = s.cfg.NumPartitions
 		}
+		if s.partitionLimit > 0 && partitions > s.partitionLimit {
+			fail(kerr.InvalidPartitions.Code, "too many partitions")
+			continue
+		}
 		if rf := rt.ReplicationFactor; rf != -1 && rf != 1 {
 			fail(kerr.InvalidReplicationFactor.Code, "replication factor must be 1 (or -1): this cluster has one broker")
 			continue

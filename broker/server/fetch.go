@@ -141,7 +141,9 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		} else {
 			timer.Reset(time.Until(deadline))
 		}
+		s.longPolls.Add(1)
 		waitAny(rc.ctx, changed, timer.C)
+		s.longPolls.Add(-1)
 	}
 }
 

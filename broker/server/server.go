@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -50,6 +51,11 @@ type Server struct {
 
 	connWG      sync.WaitGroup // one per connection
 	retentionWG sync.WaitGroup
+	longPolls   atomic.Int64 // Fetch requests waiting for data (tests, metrics)
+
+	// Test hooks, set before serving.
+	onPanic        func(any) // called when a handler panicked (a bug); the fuzz target fails on it
+	partitionLimit int32     // most partitions one CreateTopics may ask for; 0 = 65536
 }
 
 // New opens the data directory (recovering the partition logs), loads the
