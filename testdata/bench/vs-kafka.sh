@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# vs-kafka.sh — sluice broker side by side with Apache Kafka 4.1 on this machine.
+#
+# Starts a single-node KRaft Apache Kafka (from the jars `make deps-kafka`
+# fetches) and a sluice broker, then runs Kafka's own ProducerPerformance and
+# ConsumerPerformance, and `sluice bench produce|consume`, against both with the
+# same settings: 100-byte and 1 KiB records, acks=1 and acks=all, 1 and 6
+# partitions, plus p99 produce latency at a fixed 50,000 records/s. Prints a
+# table of records/s, MB/s, p99 latency and broker RSS with sluice/Kafka ratios.
+#
+# Not part of `make test`. Usage (from anywhere in the repo):
+#   testdata/bench/vs-kafka.sh                # ~10 minutes on 2 cores
+#   RECORDS_100=500000 RECORDS_1K=100000 testdata/bench/vs-kafka.sh   # quicker
+# Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
+# FIXED_RECORDS, KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
+# KEEP=1 keeps the work directory.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+RECORDS_100=${RECORDS_100:-1000000}
+RECORDS_1K=${RECORDS_1K:-200000}
+FIXED_RATE=${FIXED_RATE:-50000}
+FIXED_RECORDS=${FIXED_RECORDS:-500000}
+KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
+
+log() { echo "[vs-kafka] $*" >&2; }
+die() { echo "vs-kafka: $*" >&2; exit 1; }
+
+make -s deps-kafka >&2 || die "make deps-kafka failed"
+CP="$ROOT/testdata/.cache/kafka/lib/*"
+command -v java >/dev/null || die "java not found: run make deps-kafka"
+
+WORK=$(mktemp -d /tmp/sluice-vs-kafka.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  [ "${KEEP:-0}" = 1 ] && log "kept $WORK" || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+cat > "$WORK/log4j2.properties" <<'L4J'
+status = error
+appender.console.type = Console
+appender.console.name = STDERR
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+L4J
+# The JVM flags of Kafka's kafka-run-class.sh.
+KAFKA_JVM="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true -Dlog4j2.configurationFile=$WORK/log4j2.properties"
+TOOL_JVM="-Xmx512m $KAFKA_JVM"
+
+log "building sluice"
+go build -o "$WORK/sluice" ./cmd/sluice
+SLUICE="$WORK/sluice"
+
+# --- Apache Kafka -----------------------------------------------------------
+KPORT=$(free_port); CPORT=$(free_port)
+mkdir -p "$WORK/kafka"
+cat > "$WORK/kafka/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CPORT
+listeners=PLAINTEXT://127.0.0.1:$KPORT,CONTROLLER://127.0.0.1:$CPORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KPORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$WORK/kafka/logs
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+PROPS
+log "formatting and starting Apache Kafka on 127.0.0.1:$KPORT"
+# shellcheck disable=SC2086
+java $TOOL_JVM -cp "$CP" kafka.tools.StorageTool format -t "$(python3 -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))')" \
+  -c "$WORK/kafka/server.properties" >"$WORK/kafka/format.log" 2>&1 || { cat "$WORK/kafka/format.log"; die "kafka-storage format failed"; }
+# shellcheck disable=SC2086
+java $KAFKA_HEAP $KAFKA_JVM -cp "$CP" kafka.Kafka "$WORK/kafka/server.properties" >"$WORK/kafka/server.log" 2>&1 &
+KAFKA_PID=$!; PIDS+=("$KAFKA_PID")
+KAFKA="127.0.0.1:$KPORT"
+
+# --- sluice -----------------------------------------------------------------
+mkdir -p "$WORK/sluice-data"
+"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 >"$WORK/sluice.log" 2>&1 &
+SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
+
+wait_ready() { # name addr pid
+  local i
+  for i in $(seq 1 600); do
+    kill -0 "$3" 2>/dev/null || die "$1 exited during start-up (see logs in $WORK, KEEP=1 keeps them)"
+    if "$SLUICE" topics list --bootstrap "$2" --timeout 2s >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  die "$1 not ready at $2"
+}
+for i in $(seq 1 300); do
+  SLUICE_ADDR=$(sed -n 's/.*msg=listening addr=\([^ ]*\).*/\1/p' "$WORK/sluice.log" | head -1)
+  [ -n "$SLUICE_ADDR" ] && break
+  kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$WORK/sluice.log"; die "sluice broker exited"; }
+  sleep 0.1
+done
+[ -n "$SLUICE_ADDR" ] || die "sluice broker logged no listening address"
+wait_ready kafka "$KAFKA" "$KAFKA_PID"
+wait_ready sluice "$SLUICE_ADDR" "$SLUICE_PID"
+log "kafka $KAFKA (pid $KAFKA_PID), sluice $SLUICE_ADDR (pid $SLUICE_PID)"
+
+# --- runners ----------------------------------------------------------------
+# Each prints "records_per_sec MB_per_sec p99_ms" (p99 "-" for consumers), or "n/a".
+perf_produce() { # addr topic records size acks throughput
+  local out
+  # shellcheck disable=SC2086
+  out=$(timeout 300 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$2" \
+    --num-records "$3" --record-size "$4" --throughput "$6" \
+    --producer-props bootstrap.servers="$1" acks="$5" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
+}
+sluice_produce() { # addr topic records size acks throughput
+  local out
+  out=$(timeout 300 "$SLUICE" bench produce --bootstrap "$1" --topic "$2" --records "$3" --record-size "$4" \
+    --acks "$5" --throughput "$6" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
+}
+perf_consume() { # addr topic records
+  local out
+  # shellcheck disable=SC2086
+  out=$(timeout 120 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$1" \
+    --topic "$2" --messages "$3" --timeout 20000 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  # start, end, MB, MB.sec, nMsg, nMsg.sec, rebalance.ms, fetch.ms, fetch.MB.sec, fetch.nMsg.sec
+  echo "$out" | awk -F', *' 'NF>=10 && $5+0>0 {print $10, $9, "-"; f=1} END{if(!f) print "n/a"}'
+}
+sluice_consume() { # addr topic records
+  local out
+  out=$(timeout 120 "$SLUICE" bench consume --bootstrap "$1" --topic "$2" --records "$3" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F'[ ,()]+' '/records received/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1)}; print r, m, "-"; f=1} END{if(!f) print "n/a"}'
+}
+
+RESULTS="$WORK/results.txt"; : >"$RESULTS"
+record() { # label client kafka_result sluice_result
+  echo "$1|$2|$3|$4" >>"$RESULTS"
+  log "$1 $2: kafka [$3] sluice [$4]"
+}
+PERF_CONSUME_SLUICE=yes
+
+run_config() { # size partitions acks
+  local size=$1 parts=$2 acks=$3 n
+  n=$RECORDS_100; [ "$size" -ge 1024 ] && n=$RECORDS_1K
+  local label="${size}B p=${parts} acks=${acks}"
+  local k s kt st
+  for b in kafka sluice; do
+    local addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
+    "$SLUICE" topics create "perf-$size-$parts-$acks" --bootstrap "$addr" -p "$parts" >/dev/null
+    "$SLUICE" topics create "sbench-$size-$parts-$acks" --bootstrap "$addr" -p "$parts" >/dev/null
+  done
+  k=$(perf_produce "$KAFKA" "perf-$size-$parts-$acks" "$n" "$size" "$acks" -1)
+  s=$(perf_produce "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n" "$size" "$acks" -1)
+  record "$label produce" "ProducerPerformance" "$k" "$s"
+  k=$(sluice_produce "$KAFKA" "sbench-$size-$parts-$acks" "$n" "$size" "$acks" -1)
+  s=$(sluice_produce "$SLUICE_ADDR" "sbench-$size-$parts-$acks" "$n" "$size" "$acks" -1)
+  record "$label produce" "sluice bench" "$k" "$s"
+  # Consumers read what ProducerPerformance wrote (acks=1 and acks=all give the same log).
+  if [ "$acks" = 1 ]; then
+    k=$(perf_consume "$KAFKA" "perf-$size-$parts-$acks" "$n")
+    s=n/a
+    if [ $PERF_CONSUME_SLUICE = yes ]; then
+      s=$(perf_consume "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n")
+      [ "$s" = n/a ] && PERF_CONSUME_SLUICE=no && log "ConsumerPerformance cannot run against sluice (it needs consumer groups); skipping it there"
+    fi
+    record "${size}B p=${parts} consume" "ConsumerPerformance" "$k" "$s"
+    k=$(sluice_consume "$KAFKA" "perf-$size-$parts-$acks" "$n")
+    s=$(sluice_consume "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n")
+    record "${size}B p=${parts} consume" "sluice bench" "$k" "$s"
+  fi
+}
+
+for size in 100 1024; do
+  for parts in 1 6; do
+    for acks in 1 all; do
+      run_config "$size" "$parts" "$acks"
+    done
+  done
+done
+
+# Latency at a fixed rate: 100-byte records, acks=all, 1 partition.
+for b in kafka sluice; do
+  addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
+  "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
+  "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
+done
+k=$(perf_produce "$KAFKA" fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE")
+s=$(perf_produce "$SLUICE_ADDR" fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE")
+record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$k" "$s"
+k=$(sluice_produce "$KAFKA" fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE")
+s=$(sluice_produce "$SLUICE_ADDR" fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE")
+record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$k" "$s"
+
+rss() { awk -v k="$2:" '$1==k {printf "%.0f", $2/1024}' "/proc/$1/status"; }
+KH=$(rss "$KAFKA_PID" VmHWM); KR=$(rss "$KAFKA_PID" VmRSS)
+SH=$(rss "$SLUICE_PID" VmHWM); SR=$(rss "$SLUICE_PID" VmRSS)
+
+# --- table ------------------------------------------------------------------
+num() { case "$1" in ''|*[!0-9.]*) echo "${1:--}" ;; *) printf "%.${2}f" "$1" ;; esac; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a+0 > 0) printf "%.2f", b/a; else printf "-" }'; }
+echo
+echo "sluice vs Apache Kafka 4.1 (single node, $(nproc) cores, $(date -u +%Y-%m-%d)); ratio = sluice/Kafka"
+echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
+echo
+ROWFMT='| %-28s | %-19s | %12s | %12s | %5s | %10s | %11s | %5s | %10s | %10s | %5s |\n'
+# shellcheck disable=SC2059
+printf "$ROWFMT" "run" "client" "Kafka rec/s" "sluice rec/s" "x" "Kafka MB/s" "sluice MB/s" "x" "Kafka p99" "sluice p99" "x"
+# shellcheck disable=SC2059
+printf "$ROWFMT" "---" "---" "---:" "---:" "---:" "---:" "---:" "---:" "---:" "---:" "---:"
+while IFS='|' read -r label client k s; do
+  read -r kr km kp <<<"$k"; read -r sr sm sp <<<"$s"
+  kr=$(num "$kr" 0); sr=$(num "$sr" 0); km=$(num "$km" 1); sm=$(num "$sm" 1)
+  kp=${kp:--}; sp=${sp:--}; km=${km:--}; sm=${sm:--}
+  pk="$kp"; ps="$sp"; [ "$kp" != - ] && pk="$kp ms"; [ "$sp" != - ] && ps="$sp ms"
+  # for latency, the ratio is Kafka/sluice (above 1 means sluice is faster)
+  # shellcheck disable=SC2059
+  printf "$ROWFMT" "$label" "$client" "$kr" "$sr" "$(ratio "$kr" "$sr")" "$km" "$sm" "$(ratio "$km" "$sm")" "$pk" "$ps" "$(ratio "$sp" "$kp")"
+done <"$RESULTS"
+echo
+echo "p99 ratio column is Kafka/sluice (above 1: sluice's p99 is lower)."
+printf '| %-14s | %11s | %11s | %5s |\n' "broker RSS" "Kafka" "sluice" "x"
+printf '| %-14s | %11s | %11s | %5s |\n' "---" "---:" "---:" "---:"
+printf '| %-14s | %7s MiB | %7s MiB | %5s |\n' "peak (VmHWM)" "$KH" "$SH" "$(ratio "$KH" "$SH")"
+printf '| %-14s | %7s MiB | %7s MiB | %5s |\n' "end (VmRSS)" "$KR" "$SR" "$(ratio "$KR" "$SR")"
