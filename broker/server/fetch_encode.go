@@ -86,14 +86,16 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 			}
 			if n > 0 {
 				c.s.metrics.bytesOut.WithLabelValues(t.name).Add(float64(n))
-				countRecordsOut(c.s, p)
 				if n < zeroCopyMin {
 					b, err := p.region.Bytes()
 					if err != nil {
 						return err
 					}
 					buf = append(buf, b...)
+					c.s.metrics.recordsOut.WithLabelValues(t.name).Add(float64(countRecords(b)))
 				} else {
+					countRecordsOut(c.s, p)
+					c.s.metrics.zeroCopyBytes.Add(float64(n))
 					total += int64(len(buf)) + n
 					chunks = append(chunks, buf, nil)
 					refs = append(refs, [2]int{ti, pi})
@@ -134,8 +136,24 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 	return nil
 }
 
-// countRecordsOut adds the records of a served range to the per-topic
-// counter when the region can tell where it ends.
+// countRecords counts the records of the whole batches in b from their
+// headers (lastOffsetDelta + 1 each).
+func countRecords(b []byte) int64 {
+	var n int64
+	for len(b) >= 61 {
+		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:12])))
+		if size < 61 || size > int64(len(b)) {
+			break
+		}
+		n += int64(int32(binary.BigEndian.Uint32(b[23:27]))) + 1
+		b = b[size:]
+	}
+	return n
+}
+
+// countRecordsOut adds the records of a range sent with sendfile to the
+// per-topic counter when the region can tell where it ends (an optional
+// LastOffset method); the batch headers are not read back for it.
 func countRecordsOut(s *Server, p *fetchPartition) {
 	if lo, ok := p.region.(interface{ LastOffset() int64 }); ok {
 		if n := lo.LastOffset() + 1 - p.fetchOffset; n > 0 {

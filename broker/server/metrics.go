@@ -10,16 +10,17 @@ import (
 // metrics are the server's Prometheus metrics, registered on a registry of
 // their own so that several servers can run in one process (tests).
 type metrics struct {
-	reg         *prometheus.Registry
-	bytesIn     *prometheus.CounterVec
-	bytesOut    *prometheus.CounterVec
-	recordsIn   *prometheus.CounterVec
-	recordsOut  *prometheus.CounterVec
-	requests    *prometheus.CounterVec
-	latency     *prometheus.HistogramVec
-	connsActive prometheus.Gauge
-	connsTotal  prometheus.Counter
-	badFrames   prometheus.Counter
+	reg           *prometheus.Registry
+	bytesIn       *prometheus.CounterVec
+	bytesOut      *prometheus.CounterVec
+	recordsIn     *prometheus.CounterVec
+	recordsOut    *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	connsActive   prometheus.Gauge
+	connsTotal    prometheus.Counter
+	badFrames     prometheus.Counter
+	zeroCopyBytes prometheus.Counter
 
 	topics atomic.Pointer[registry] // for the log-end-offset collector
 }
@@ -46,9 +47,11 @@ func newMetrics() *metrics {
 			Help: "Client connections accepted."}),
 		badFrames: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_bad_frames_total",
 			Help: "Connections closed because of an oversized, malformed or unsupported request."}),
+		zeroCopyBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_fetch_zero_copy_bytes_total",
+			Help: "Fetch record bytes handed to Region.WriteTo (sendfile from the segment file) rather than copied."}),
 	}
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.recordsIn, m.recordsOut, m.requests, m.latency,
-		m.connsActive, m.connsTotal, m.badFrames, offsetCollector{m},
+		m.connsActive, m.connsTotal, m.badFrames, m.zeroCopyBytes, offsetCollector{m},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,4 +222,47 @@ func consumeFrom(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
 		out = append(out, fs.Records()...)
 	}
 	return out
+}
+
+func TestZeroCopyFetchAndMetrics(t *testing.T) {
+	ts := startServer(t, "", nil)
+	prod := newClient(t, ts.addr, kgo.DefaultProduceTopic("big"), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(256<<10))
+	var sent []*kgo.Record
+	for i := 0; i < 64; i++ {
+		sent = append(sent, &kgo.Record{Value: bytes.Repeat([]byte{byte(i)}, 32<<10)})
+	}
+	if err := prod.ProduceSync(testCtx(t), sent...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := consumeAll(t, ts.addr, "big", len(sent))
+	for i, r := range got {
+		if !bytes.Equal(r.Value, sent[i].Value) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`sluice_broker_bytes_in_total{topic="big"}`,
+		`sluice_broker_bytes_out_total{topic="big"}`,
+		`sluice_broker_records_in_total{topic="big"} 64`,
+		`sluice_broker_requests_total{api="Produce"}`,
+		`sluice_broker_request_seconds_bucket{api="Fetch"`,
+		`sluice_broker_log_end_offset{partition="0",topic="big"} 64`,
+		"sluice_broker_connections ",
+		"sluice_broker_fetch_zero_copy_bytes_total ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	var v float64
+	if m := regexp.MustCompile(`(?m)^sluice_broker_fetch_zero_copy_bytes_total (\S+)$`).FindStringSubmatch(body); m != nil {
+		v, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if v < 1<<20 {
+		t.Fatalf("only %v bytes went out through Region.WriteTo; want the 2 MiB of records", v)
+	}
 }

@@ -250,11 +250,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// retentionLoop runs retention and time-based flushing every
-// log.retention.check.interval.ms until Shutdown.
+// retentionLoop runs retention and time-based flushing until Shutdown:
+// every log.retention.check.interval.ms, or more often when a flush.ms
+// (broker default or topic override) asks for it.
 func (s *Server) retentionLoop() {
 	defer s.retentionWG.Done()
-	t := time.NewTicker(time.Duration(s.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	t := time.NewTimer(s.maintenancePeriod())
 	defer t.Stop()
 	for {
 		select {
@@ -264,6 +265,22 @@ func (s *Server) retentionLoop() {
 			if err := s.mgr.RunRetention(); err != nil {
 				s.logger.Error("retention pass", "err", err)
 			}
+			t.Reset(s.maintenancePeriod())
 		}
 	}
+}
+
+// maintenancePeriod is the time to the next retention / flush pass.
+func (s *Server) maintenancePeriod() time.Duration {
+	period := time.Duration(s.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
+	consider := func(flushMs int64) {
+		if !config.PageCacheFlush(flushMs) {
+			period = min(period, max(time.Duration(flushMs)*time.Millisecond, 50*time.Millisecond))
+		}
+	}
+	consider(s.cfg.TopicDefaults.FlushMs)
+	for _, t := range s.topics.list() {
+		consider(t.cfg.FlushMs)
+	}
+	return max(period, time.Millisecond)
 }
