@@ -1,0 +1,115 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
+)
+
+// TestSluiceKill9DuringProduce kills the broker with SIGKILL in the middle
+// of an idempotent acks=all produce stream, restarts it on the same data
+// directory and checks that every acknowledged record is readable at its
+// acknowledged offset and that each partition's offsets are contiguous, also
+// for records appended after the restart.
+func TestSluiceKill9DuringProduce(t *testing.T) {
+	s := kafka.StartSluice(t)
+	const partitions = 2
+	topic := newTopicName("kill9")
+	createTopic(t, s.Addr, topic, partitions)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(time.Millisecond), kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pos struct {
+		p int32
+		o int64
+	}
+	var (
+		mu      sync.Mutex
+		acked   = map[pos]string{}
+		reached = make(chan struct{})
+		once    sync.Once
+	)
+	const killAfter = 3000
+	ctx, stop := context.WithCancel(context.Background())
+	var producer sync.WaitGroup
+	producer.Add(1)
+	go func() {
+		defer producer.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			v := fmt.Sprintf("record-%07d", i)
+			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				acked[pos{r.Partition, r.Offset}] = string(r.Value)
+				n := len(acked)
+				mu.Unlock()
+				if n >= killAfter {
+					once.Do(func() { close(reached) })
+				}
+			})
+		}
+	}()
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		stop()
+		t.Fatalf("only %d records acknowledged in 60s", len(acked))
+	}
+	s.Kill() // mid-stream: the producer is still sending
+	stop()
+	producer.Wait()
+	cl.Close() // fails whatever was in flight; those records were never acknowledged
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	t.Logf("killed the broker after %d acknowledged records", n)
+
+	s.Restart(t)
+	ends := endOffsets(t, s.Addr, topic)
+	var total int
+	for p, e := range ends {
+		total += int(e)
+		t.Logf("partition %d: end offset %d after restart", p, e)
+	}
+	got := consumeAll(t, s.Addr, topic, partitions, total)
+	sortRecords(got)
+	checkContiguous(t, got)
+	at := map[pos]string{}
+	for _, r := range got {
+		at[pos{r.Partition, r.Offset}] = string(r.Value)
+	}
+	for k, v := range acked {
+		if at[k] != v {
+			t.Fatalf("acknowledged %q at %d/%d, after the restart it reads %q", v, k.p, k.o, at[k])
+		}
+	}
+
+	// Appends after the restart continue the offsets without a gap.
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for p := int32(0); p < partitions; p++ {
+		r, err := cl2.ProduceSync(pctx, &kgo.Record{Partition: p, Value: []byte("after-restart")}).First()
+		if err != nil {
+			t.Fatalf("produce after restart: %v", err)
+		}
+		if r.Offset != ends[p] {
+			t.Fatalf("partition %d: first offset after restart %d, want %d", p, r.Offset, ends[p])
+		}
+	}
+}
