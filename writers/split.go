@@ -1,0 +1,217 @@
+package writers
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/writers/format"
+)
+
+// Config is how a split's records become files.
+type Config struct {
+	Format format.Options
+	// Partitioner places records in directories; nil means no partitions.
+	Partitioner *Partitioner
+	// MaxFileBytes rotates a file once its (estimated) size reaches this;
+	// 0 means no limit. Parquet checks it per row group estimate.
+	MaxFileBytes int64
+	// MaxRecords rotates a file once it holds this many records; 0: no limit.
+	MaxRecords int64
+}
+
+// SplitWriter writes the records of one split into files of one attempt
+// and commits them. Records must arrive in offset order. It is not safe for
+// concurrent use.
+//
+//	w, _ := writers.NewSplitWriter(store, split, cfg)
+//	for each record { w.Write(schema, value, meta) }
+//	res, err := w.Commit()   // res.Won: this attempt's files are the split's output
+type SplitWriter struct {
+	attempt *Attempt
+	cfg     Config
+	split   Split
+	open    map[string]*openFile // by partition directory
+	done    []File
+	last    int64
+	seq     int
+	closed  bool
+}
+
+type openFile struct {
+	dir    string
+	file   filesystem.File
+	fw     format.Writer
+	temp   string
+	schema avro.Schema
+	fp     [32]byte
+	first  int64
+	last   int64
+}
+
+// NewSplitWriter starts a new attempt of split on store.
+func NewSplitWriter(store *Store, split Split, cfg Config) (*SplitWriter, error) {
+	if err := cfg.Format.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := store.NewAttempt(split)
+	if err != nil {
+		return nil, err
+	}
+	return &SplitWriter{attempt: a, cfg: cfg, split: split, open: map[string]*openFile{}, last: split.Start - 1}, nil
+}
+
+// Attempt returns the writer's attempt.
+func (w *SplitWriter) Attempt() *Attempt { return w.attempt }
+
+// Write adds one record. schema is the record's Avro schema (nil is allowed
+// for JSON lines); a schema different from the open file's rotates that
+// file. Write takes ownership of value (it may add the metadata columns).
+// A value that does not fit the schema returns an error wrapping
+// format.ErrBadValue and is not written; the writer stays usable.
+func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta format.Meta) error {
+	if w.closed {
+		return fmt.Errorf("%w: write after commit or abort", ErrSplit)
+	}
+	if meta.Topic == "" {
+		meta.Topic = w.split.Topic
+		meta.Partition = w.split.Partition
+	}
+	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
+		return fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	}
+	dir, err := w.cfg.Partitioner.Dir(value, meta.Timestamp)
+	if err != nil {
+		return err
+	}
+	of := w.open[dir]
+	if of != nil && !sameSchema(of, schema) {
+		if err := w.closeFile(of); err != nil {
+			return err
+		}
+		of = nil
+	}
+	if of == nil {
+		if of, err = w.openFile(dir, schema, meta.Offset); err != nil {
+			return err
+		}
+	}
+	if err := of.fw.Write(value, meta); err != nil {
+		if of.fw.Records() == 0 && errors.Is(err, format.ErrBadValue) {
+			// keep the empty file: it will take the next record
+			of.first = -1
+		}
+		return err
+	}
+	if of.first < 0 {
+		of.first = meta.Offset
+	}
+	of.last = meta.Offset
+	w.last = meta.Offset
+	if (w.cfg.MaxRecords > 0 && of.fw.Records() >= w.cfg.MaxRecords) ||
+		(w.cfg.MaxFileBytes > 0 && of.fw.Bytes() >= w.cfg.MaxFileBytes) {
+		return w.closeFile(of)
+	}
+	return nil
+}
+
+func sameSchema(of *openFile, s avro.Schema) bool {
+	if of.schema == s {
+		return true
+	}
+	if of.schema == nil || s == nil {
+		return false
+	}
+	return of.fp == s.Fingerprint()
+}
+
+func (w *SplitWriter) openFile(dir string, schema avro.Schema, first int64) (*openFile, error) {
+	w.seq++
+	name := fmt.Sprintf("%s+%d+%d.%d.inprogress", w.split.Topic, w.split.Partition, first, w.seq)
+	f, temp, err := w.attempt.Create(path.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("writers: %s: %w", w.split, err)
+	}
+	fw, err := format.NewWriter(f, schema, w.cfg.Format)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	of := &openFile{dir: dir, file: f, fw: fw, temp: temp, schema: schema, first: first, last: first}
+	if schema != nil {
+		of.fp = schema.Fingerprint()
+	}
+	w.open[dir] = of
+	return of, nil
+}
+
+func (w *SplitWriter) closeFile(of *openFile) error {
+	delete(w.open, of.dir)
+	ferr := of.fw.Close()
+	cerr := of.file.Close()
+	if err := errors.Join(ferr, cerr); err != nil {
+		return fmt.Errorf("writers: closing %s: %w", of.temp, err)
+	}
+	if of.fw.Records() == 0 {
+		return w.attempt.store.fs.Remove(of.temp)
+	}
+	final := path.Join(of.dir, FileName(w.split.Topic, w.split.Partition, of.first, of.last+1, w.cfg.Format.Extension()))
+	w.done = append(w.done, File{
+		Temp: of.temp, Final: final, Records: of.fw.Records(), Bytes: of.fw.Bytes(),
+		First: of.first, Last: of.last,
+	})
+	return nil
+}
+
+// Commit closes every open file and commits the attempt (see
+// Attempt.Commit). A split with no records commits a manifest with no
+// files, so that the next split starts at its end.
+func (w *SplitWriter) Commit() (Result, error) {
+	if w.closed {
+		return Result{}, fmt.Errorf("%w: commit twice", ErrSplit)
+	}
+	w.closed = true
+	dirs := make([]string, 0, len(w.open))
+	for d := range w.open {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := w.closeFile(w.open[d]); err != nil {
+			w.abortOpen()
+			return Result{}, err
+		}
+	}
+	sort.Slice(w.done, func(i, j int) bool { return w.done[i].Final < w.done[j].Final })
+	return w.attempt.Commit(w.done)
+}
+
+func (w *SplitWriter) abortOpen() {
+	for _, of := range w.open {
+		of.fw.Close()
+		of.file.Close()
+	}
+	w.open = map[string]*openFile{}
+}
+
+// Abort gives the attempt up and deletes its temporaries.
+func (w *SplitWriter) Abort() error {
+	w.closed = true
+	w.abortOpen()
+	return w.attempt.Abort()
+}
+
+// Records returns how many records were written so far.
+func (w *SplitWriter) Records() int64 {
+	var n int64
+	for _, f := range w.done {
+		n += f.Records
+	}
+	for _, of := range w.open {
+		n += of.fw.Records()
+	}
+	return n
+}

@@ -1,0 +1,325 @@
+package writers
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+// Commit-protocol errors.
+var (
+	// ErrCommitUnknown reports a commit whose outcome could not be learned
+	// (the manifest write failed and the manifest could not be read back).
+	// Run Recover and look again.
+	ErrCommitUnknown = errors.New("writers: commit outcome unknown")
+	// ErrBrokenCommit reports a committed file found neither at its
+	// temporary nor at its final path: something outside sluice removed it.
+	ErrBrokenCommit = errors.New("writers: committed file missing")
+	// ErrSplit reports a bad split or a record outside its split.
+	ErrSplit = errors.New("writers: split")
+)
+
+// Split is an offset range [Start, End) of one topic partition: one task.
+type Split struct {
+	Topic     string
+	Partition int32
+	Start     int64
+	End       int64
+}
+
+func (s Split) String() string {
+	return fmt.Sprintf("%s/%d [%d, %d)", s.Topic, s.Partition, s.Start, s.End)
+}
+
+func (s Split) validate() error {
+	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
+		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
+	}
+	if s.Partition < 0 || s.Start < 0 || s.End < s.Start {
+		return fmt.Errorf("%w: %s", ErrSplit, s)
+	}
+	return nil
+}
+
+// StoreOptions tune a Store; zero values are the defaults.
+type StoreOptions struct {
+	// Clock returns the current time (default time.Now).
+	Clock func() time.Time
+	// StaleAfter: Recover deletes the temporaries of an attempt that has no
+	// manifest only when its newest file is older than this (default 1h), so
+	// that a live attempt is never robbed. Negative means immediately.
+	StaleAfter time.Duration
+	// TornGrace: Recover moves a torn (partial) manifest aside only when it
+	// is older than this (default 10m): its writer is presumed dead. Negative
+	// means immediately.
+	TornGrace time.Duration
+	// Logger receives recovery and commit events (default: discard).
+	Logger *slog.Logger
+}
+
+// Store runs the commit protocol on one output root.
+type Store struct {
+	fs   filesystem.FS
+	opts StoreOptions
+	log  *slog.Logger
+}
+
+// NewStore returns a Store on fs.
+func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = time.Hour
+	}
+	if opts.TornGrace == 0 {
+		opts.TornGrace = 10 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Store{fs: fs, opts: opts, log: log}
+}
+
+// FS returns the store's file system.
+func (s *Store) FS() filesystem.FS { return s.fs }
+
+// Attempt is one try at writing a split. Its files live under
+// _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits.
+type Attempt struct {
+	store *Store
+	split Split
+	id    string
+	dir   string
+	made  map[string]bool // directories already created
+}
+
+// NewAttempt starts an attempt of split with a fresh random id.
+func (s *Store) NewAttempt(split Split) (*Attempt, error) {
+	if err := split.validate(); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	id := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return &Attempt{store: s, split: split, id: id,
+		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}, nil
+}
+
+// ID names the attempt.
+func (a *Attempt) ID() string { return a.id }
+
+// Split returns the attempt's split.
+func (a *Attempt) Split() Split { return a.split }
+
+// TempPath returns where the attempt writes a file named rel.
+func (a *Attempt) TempPath(rel string) string { return path.Join(a.dir, rel) }
+
+// Create creates the temporary file rel (relative to the attempt directory).
+func (a *Attempt) Create(rel string) (filesystem.File, string, error) {
+	p := a.TempPath(rel)
+	if d := path.Dir(p); !a.made[d] {
+		if err := a.store.fs.MkdirAll(d); err != nil {
+			return nil, "", err
+		}
+		a.made[d] = true
+	}
+	f, err := a.store.fs.Create(p)
+	return f, p, err
+}
+
+// Abort deletes the attempt's temporaries (it never committed).
+func (a *Attempt) Abort() error {
+	if err := a.store.fs.RemoveAll(a.dir); err != nil {
+		return err
+	}
+	a.store.removeIfEmpty(path.Dir(a.dir))
+	return nil
+}
+
+// Result is the outcome of a commit.
+type Result struct {
+	// Won is true when this attempt's manifest is the split's commit.
+	Won bool
+	// Manifest is the split's commit: this attempt's when Won, else the
+	// winner's (nil if it could not be read).
+	Manifest *Manifest
+}
+
+// Commit commits the attempt's files (their Temp paths must lie under the
+// attempt directory; End is the split end) by creating the split's manifest
+// exclusively, then moves the files to their final paths. An attempt that
+// loses (a manifest exists) deletes its temporaries and returns Won=false
+// with a nil error. After Won=true a non-nil error means the commit stands
+// but some files are not yet at their final paths: Recover finishes them.
+func (a *Attempt) Commit(files []File) (Result, error) {
+	s := a.store
+	m := &Manifest{
+		Version: ManifestVersion, Topic: a.split.Topic, Partition: a.split.Partition,
+		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock().UTC(),
+		Files: files,
+	}
+	for _, f := range files {
+		if !strings.HasPrefix(f.Temp, a.dir+"/") {
+			return Result{}, fmt.Errorf("%w: file %s is not under the attempt directory %s", ErrSplit, f.Temp, a.dir)
+		}
+		m.Records += f.Records
+	}
+	data, err := m.Encode()
+	if err != nil {
+		return Result{}, err
+	}
+	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
+	if err := s.fs.MkdirAll(path.Dir(mp)); err != nil {
+		return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
+	}
+	werr := s.fs.WriteExclusive(mp, data)
+	if werr != nil {
+		// Learn the outcome from the manifest itself.
+		cur, rerr := s.readManifest(mp)
+		switch {
+		case rerr == nil && cur.Attempt == a.id:
+			// Our manifest is there and whole: we won after all.
+		case rerr == nil:
+			s.log.Info("commit lost", "split", a.split.String(), "attempt", a.id, "winner", cur.Attempt)
+			if err := a.Abort(); err != nil {
+				return Result{Won: false, Manifest: cur}, fmt.Errorf("writers: lost commit of %s, removing temporaries: %w", a.split, err)
+			}
+			return Result{Won: false, Manifest: cur}, nil
+		case errors.Is(rerr, filesystem.ErrNotExist):
+			a.Abort()
+			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, werr)
+		default:
+			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %v; reading it back: %v", ErrCommitUnknown, a.split, werr, rerr)
+		}
+	}
+	s.log.Info("committed", "split", a.split.String(), "attempt", a.id, "files", len(files), "records", m.Records)
+	if testHookAfterManifest != nil {
+		testHookAfterManifest()
+	}
+	if err := s.rollForward(m); err != nil {
+		return Result{Won: true, Manifest: m}, err
+	}
+	return Result{Won: true, Manifest: m}, nil
+}
+
+// testHookAfterManifest runs between the manifest and the moves (tests).
+var testHookAfterManifest func()
+
+func (s *Store) readManifest(p string) (*Manifest, error) {
+	b, err := filesystem.ReadFile(s.fs, p)
+	if err != nil {
+		return nil, err
+	}
+	m, err := DecodeManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return m, nil
+}
+
+// rollForward moves every file of a committed manifest to its final path
+// and removes the attempt directory. It is idempotent: a file already at its
+// final path (and gone from its temporary path) is done.
+func (s *Store) rollForward(m *Manifest) error {
+	for _, f := range m.Files {
+		if err := s.fs.MkdirAll(path.Dir(f.Final)); err != nil {
+			return fmt.Errorf("writers: roll forward %s: %w", f.Final, err)
+		}
+		err := s.fs.Rename(f.Temp, f.Final)
+		switch {
+		case err == nil:
+		case errors.Is(err, filesystem.ErrExist):
+			// Moved before (local link done, unlink not): drop the temp copy.
+			if err := s.fs.Remove(f.Temp); err != nil {
+				return fmt.Errorf("writers: roll forward %s: %w", f.Final, err)
+			}
+		case errors.Is(err, filesystem.ErrNotExist):
+			ok, serr := filesystem.Exists(s.fs, f.Final)
+			if serr != nil {
+				return fmt.Errorf("writers: roll forward %s: %w", f.Final, serr)
+			}
+			if !ok {
+				return fmt.Errorf("%w: %s (temporary %s) of commit %s/%d@%d", ErrBrokenCommit, f.Final, f.Temp, m.Topic, m.Partition, m.Start)
+			}
+		default:
+			return fmt.Errorf("writers: roll forward %s: %w", f.Final, err)
+		}
+	}
+	dir := attemptDir(m.Topic, m.Partition, m.Start, m.Attempt)
+	if err := s.fs.RemoveAll(dir); err != nil {
+		return fmt.Errorf("writers: roll forward, removing %s: %w", dir, err)
+	}
+	s.removeIfEmpty(path.Dir(dir))
+	return nil
+}
+
+// removeIfEmpty deletes an empty directory, best effort (tidiness only).
+func (s *Store) removeIfEmpty(dir string) {
+	if ents, err := s.fs.List(dir); err == nil && len(ents) == 0 {
+		s.fs.Remove(dir)
+	}
+}
+
+// Commits returns the manifests of a partition ordered by start. A torn
+// manifest is reported with an error wrapping ErrTornManifest (after the
+// readable ones): run Recover.
+func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
+	dir := partDir(commitsDir, topic, partition)
+	ents, err := s.fs.List(dir)
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*Manifest
+	var torn []error
+	for _, e := range ents {
+		if e.IsDir || !strings.HasSuffix(e.Name, ".json") || strings.Contains(e.Name, ".tmp-") {
+			continue
+		}
+		m, err := s.readManifest(path.Join(dir, e.Name))
+		if err != nil {
+			if errors.Is(err, ErrTornManifest) {
+				torn = append(torn, err)
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out, errors.Join(torn...)
+}
+
+// NextStart returns where the next split of a partition starts: the end of
+// its newest manifest, or def when there is none.
+func (s *Store) NextStart(topic string, partition int32, def int64) (int64, error) {
+	ms, err := s.Commits(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	if len(ms) == 0 {
+		return def, nil
+	}
+	return ms[len(ms)-1].End, nil
+}
+
+func parseStart(name string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimSuffix(name, ".json"), 10, 64)
+	return n, err == nil
+}
