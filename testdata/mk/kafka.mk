@@ -11,21 +11,19 @@ deps: deps-kafka
 
 deps-kafka: deps-kafka-kcat deps-kafka-jars
 
+# One apt-get update, only when something is missing.
 deps-kafka-kcat:
-	@command -v kcat >/dev/null 2>&1 || { \
-	  echo "deps-kafka: installing kcat"; \
+	@missing=; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	command -v mvn  >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps-kafka: installing$$missing"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat >/dev/null; }
-	@command -v java >/dev/null 2>&1 || { \
-	  echo "deps-kafka: installing a Java runtime"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
-$(KAFKA_STAMP): testdata/kafka/pom.xml
-	@command -v mvn >/dev/null 2>&1 || { \
-	  echo "deps-kafka: installing maven"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq maven >/dev/null; }
+$(KAFKA_STAMP): testdata/kafka/pom.xml | deps-kafka-kcat
 	@echo "deps-kafka: fetching the Apache Kafka jars into $(KAFKA_LIB)"
 	@rm -rf $(KAFKA_LIB)
 	mvn -q -B -f testdata/kafka/pom.xml dependency:copy-dependencies \
