@@ -37,7 +37,9 @@
 //	topics.json        topic registry: name, id, partitions, config overrides
 //	producer-ids.json  the next unallocated producer-id block
 //
-// both replaced atomically (temp file, fsync, rename, fsync dir).
+// both replaced atomically (temp file, fsync, rename, fsync dir) through the
+// vfs.FS of Options.FS (vfs.OS in production; vfs.NewMem and errorfs in the
+// crash-loop test).
 //
 // Usage:
 //

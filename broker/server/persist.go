@@ -3,9 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/broker/log/vfs"
 )
 
 // MetaStore stores the server's small metadata files (topic registry,
@@ -21,45 +25,64 @@ type MetaStore interface {
 	WriteFileAtomic(name string, data []byte) error
 }
 
-// OSMetaStore is a MetaStore on the local disk, in directory Dir.
-type OSMetaStore struct{ Dir string }
+// FSMetaStore is a MetaStore in directory Dir of a vfs.FS (vfs.OS in
+// production; vfs.NewMem and errorfs in tests).
+type FSMetaStore struct {
+	FS  vfs.FS
+	Dir string
+}
+
+var tmpSeq atomic.Int64
 
 // ReadFile implements MetaStore.
-func (s OSMetaStore) ReadFile(name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(s.Dir, name))
+func (s FSMetaStore) ReadFile(name string) ([]byte, error) {
+	p := path.Join(s.Dir, name)
+	f, err := s.FS.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("%w: size of %s: %v", ErrStorage, p, err)
+	}
+	buf := make([]byte, size)
+	if n, err := f.ReadAt(buf, 0); int64(n) != size && err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, p, err)
+	} else if int64(n) != size {
+		return nil, fmt.Errorf("%w: read %s: short read", ErrStorage, p)
+	}
+	return buf, nil
 }
 
 // WriteFileAtomic implements MetaStore.
-func (s OSMetaStore) WriteFileAtomic(name string, data []byte) (err error) {
-	final := filepath.Join(s.Dir, name)
-	tmp, err := os.CreateTemp(s.Dir, "."+name+".tmp-*")
+func (s FSMetaStore) WriteFileAtomic(name string, data []byte) (err error) {
+	final := path.Join(s.Dir, name)
+	tmp := path.Join(s.Dir, "."+name+".tmp-"+strconv.FormatInt(tmpSeq.Add(1), 10))
+	f, err := s.FS.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("%w: create temp for %s: %v", ErrStorage, final, err)
+		return fmt.Errorf("%w: create %s: %v", ErrStorage, tmp, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
+			_ = s.FS.Remove(tmp)
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("%w: write %s: %v", ErrStorage, tmp.Name(), err)
+	if _, err = f.WriteAt(data, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%w: write %s: %v", ErrStorage, tmp, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("%w: fsync %s: %v", ErrStorage, tmp.Name(), err)
+	if err = f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%w: fsync %s: %v", ErrStorage, tmp, err)
 	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("%w: close %s: %v", ErrStorage, tmp.Name(), err)
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("%w: close %s: %v", ErrStorage, tmp, err)
 	}
-	if err = os.Rename(tmp.Name(), final); err != nil {
-		return fmt.Errorf("%w: rename to %s: %v", ErrStorage, final, err)
+	if err = s.FS.Rename(tmp, final); err != nil {
+		return fmt.Errorf("%w: rename %s to %s: %v", ErrStorage, tmp, final, err)
 	}
-	d, err := os.Open(s.Dir)
-	if err != nil {
-		return fmt.Errorf("%w: open dir %s: %v", ErrStorage, s.Dir, err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
+	if err = s.FS.SyncDir(s.Dir); err != nil {
 		return fmt.Errorf("%w: fsync dir %s: %v", ErrStorage, s.Dir, err)
 	}
 	return nil

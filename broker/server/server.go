@@ -25,7 +25,11 @@ type Options struct {
 	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
 	Logger  *slog.Logger  // nil = slog.Default()
 	Clock   plog.Clock    // nil = wall clock; passed to the partition logs
-	// MetaStore stores topics.json and producer-ids.json; nil = OSMetaStore{DataDir}.
+	// FS is where the data directory lives: nil = vfs.OS (the real disk, and
+	// sendfile for fetches); tests use vfs.NewMem and errorfs.
+	FS vfs.FS
+	// MetaStore stores topics.json and producer-ids.json; nil =
+	// FSMetaStore{FS, DataDir}.
 	MetaStore MetaStore
 }
 
@@ -67,14 +71,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
 	if opts.MetaStore == nil {
-		opts.MetaStore = OSMetaStore{Dir: opts.DataDir}
+		opts.MetaStore = FSMetaStore{FS: opts.FS, Dir: opts.DataDir}
+	}
+	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
 	cfg := opts.Config
 	if cfg.SocketRequestMaxBytes == 0 {
 		cfg = config.Default()
 	}
-	mgr, err := plog.OpenManager(plog.ManagerOptions{FS: vfs.OS, Dir: opts.DataDir, Clock: opts.Clock, Logger: opts.Logger})
+	mgr, err := plog.OpenManager(plog.ManagerOptions{FS: opts.FS, Dir: opts.DataDir, Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
 	}
