@@ -22,6 +22,11 @@ type ConsumeOptions struct {
 	Topic string
 	// Partitions to read; empty reads every partition of the topic.
 	Partitions []int32
+	// Group consumes as a member of this consumer group (the broker assigns
+	// partitions, committed offsets are the start and are committed on the
+	// way); From then only applies to partitions without a commit. Group
+	// and Partitions exclude each other.
+	Group string
 	// From is earliest, latest, or an absolute offset N.
 	From string
 	// Max stops after this many records; 0 means no limit.
@@ -71,6 +76,9 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 	if err != nil {
 		return 0, err
 	}
+	if opts.Group != "" && len(opts.Partitions) > 0 {
+		return 0, badInput("--group and --partition exclude each other")
+	}
 
 	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
@@ -86,20 +94,37 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 		return 0, nil
 	}
 
-	assign := make(map[int32]kgo.Offset, len(partitions))
-	for _, p := range partitions {
-		assign[p] = from
+	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond)}
+	if opts.Group != "" {
+		kopts = append(kopts, kgo.ConsumerGroup(opts.Group), kgo.ConsumeTopics(opts.Topic),
+			kgo.ConsumeResetOffset(from), kgo.DisableAutoCommit())
+	} else {
+		assign := make(map[int32]kgo.Offset, len(partitions))
+		for _, p := range partitions {
+			assign[p] = from
+		}
+		kopts = append(kopts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return 0, fmt.Errorf("tools: client: %w", err)
 	}
-	defer cl.Close()
+	// printed is, per partition, the offset after the last record written
+	// out: what a group commits (a poll may return more than --max allows).
+	printed := map[int32]kgo.EpochOffset{}
+	commit := func() {
+		if opts.Group == "" || len(printed) == 0 {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{opts.Topic: printed}, nil)
+	}
+	defer func() {
+		commit()
+		cl.Close()
+	}()
 
 	bw := bufio.NewWriterSize(out, 64<<10)
 	defer bw.Flush()
@@ -144,6 +169,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 				ferr = fmt.Errorf("tools: write output: %w", err)
 			}
 			n++
+			printed[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
 				delete(remaining, r.Partition)
 			}
@@ -163,6 +189,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 		if err := bw.Flush(); err != nil {
 			return n, fmt.Errorf("tools: write output: %w", err)
 		}
+		commit()
 	}
 }
 
@@ -204,6 +231,13 @@ func plan(ctx context.Context, adm *kadm.Client, opts ConsumeOptions, from kgo.O
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: start offsets of %q: %w", opts.Topic, err)
 	}
+	var committed kadm.OffsetResponses
+	if opts.Group != "" {
+		committed, err = adm.FetchOffsets(ctx, opts.Group)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tools: committed offsets of group %q: %w", opts.Group, err)
+		}
+	}
 	for _, p := range partitions {
 		end, ok := ends.Lookup(opts.Topic, p)
 		if !ok || end.Err != nil {
@@ -214,6 +248,9 @@ func plan(ctx context.Context, adm *kadm.Client, opts ConsumeOptions, from kgo.O
 			start = at
 		} else if s, ok := starts.Lookup(opts.Topic, p); ok && at == -2 { // earliest
 			start = s.Offset
+		}
+		if c, ok := committed.Lookup(opts.Topic, p); ok && c.Err == nil && c.At >= 0 {
+			start = c.At
 		}
 		if start < end.Offset {
 			remaining[p] = end.Offset

@@ -19,7 +19,7 @@ func newConsumeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consume",
 		Short: "Print records of a topic",
-		Long: "Reads a topic's partitions without a consumer group and prints each record through --format.\n" +
+		Long: "Reads a topic's partitions (directly, or as a --group member) and prints each record through --format.\n" +
 			"Formats: value (default), kv, json, or a template with %t %p %o %k %v %T %K %S %h and \\n \\t escapes.\n" +
 			"Stops after --max records, at the end of the log with --exit-at-end (-e), or after --timeout without a record.",
 		Args: cobra.NoArgs,
@@ -40,6 +40,7 @@ func newConsumeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	f.StringVarP(&opts.Topic, "topic", "t", "", "topic to read (required)")
+	f.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	f.Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated; default all)")
 	f.StringVarP(&opts.From, "from", "o", "earliest", "start at earliest, latest or offset N")
 	f.Int64VarP(&opts.Max, "max", "n", 0, "stop after this many records (0: no limit)")
