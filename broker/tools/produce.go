@@ -56,6 +56,7 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc.Split(scanLF)
 	sep := []byte(opts.KeySeparator)
 
 	var (
@@ -105,3 +106,14 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 }
 
 func msDuration(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// scanLF splits at '\n' only, keeping a '\r' before it: values stay byte-exact.
+func scanLF(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bufio"
 	"errors"
 	"strings"
 	"testing"
@@ -124,4 +125,16 @@ func FuzzParseFormat(f *testing.F) {
 		}
 		_ = fm.Format(nil, r)
 	})
+}
+
+func TestScanLFKeepsCarriageReturns(t *testing.T) {
+	sc := bufio.NewScanner(strings.NewReader("a\r\n\nb\rc\nlast"))
+	sc.Split(scanLF)
+	var got []string
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if want := []string{"a\r", "", "b\rc", "last"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
 }
