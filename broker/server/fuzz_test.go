@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/config"
@@ -85,9 +86,78 @@ func seedRequests() [][]byte {
 	return out
 }
 
-// FuzzRequest feeds arbitrary frames to the request handler of a real
-// server: whatever the bytes, the handler answers or asks to close the
-// connection, and never panics.
+// fuzzServer is a real server on a temp dir for fuzzing the handler.
+func fuzzServer(f *testing.F) *Server {
+	cfg := config.Default()
+	cfg.LogRetentionCheckIntervalMs = 1 << 40
+	s, err := New(Options{DataDir: f.TempDir(), Config: cfg, Logger: testLogger(f)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.partitionLimit = 4
+	f.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return s
+}
+
+// handleFrame runs one frame through a connection's handler, failing t on a
+// handler panic.
+func handleFrame(t *testing.T, s *Server, frameBytes []byte) {
+	s.onPanic = func(r any) { t.Fatalf("handler panicked: %v", r) }
+	c := newConn(s, discardConn{})
+	c.cancel() // long polls return at once
+	_ = c.handle(frame{buf: frameBytes, arrived: time.Now()})
+}
+
+// fuzzAPI fuzzes one API's decoder and handler: the first input byte picks
+// the version among those served, the rest is the request body.
+func fuzzAPI(f *testing.F, key int16) {
+	a := lookupAPI(key)
+	for _, seed := range seedRequests() {
+		r := kbin.Reader{Src: seed}
+		if k, v := r.Int16(), r.Int16(); k == key {
+			_ = r.Int32()
+			_ = r.NullableString()
+			req := kmsg.RequestForKey(key)
+			req.SetVersion(v)
+			body := r.Src
+			if req.IsFlexible() {
+				body = body[1:]
+			}
+			f.Add(append([]byte{byte(v - a.advertisedMin)}, body...))
+		}
+	}
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		v := a.advertisedMin + int16(data[0])%(a.max-a.advertisedMin+1)
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(v)
+		hdr := kbin.AppendInt16(nil, key)
+		hdr = kbin.AppendInt16(hdr, v)
+		hdr = kbin.AppendInt32(hdr, 1)
+		hdr = kbin.AppendNullableString(hdr, nil)
+		if req.IsFlexible() {
+			hdr = append(hdr, 0)
+		}
+		handleFrame(t, s, append(hdr, data[1:]...))
+	})
+}
+
+func FuzzProduce(f *testing.F)         { fuzzAPI(f, 0) }
+func FuzzFetch(f *testing.F)           { fuzzAPI(f, 1) }
+func FuzzListOffsets(f *testing.F)     { fuzzAPI(f, 2) }
+func FuzzMetadata(f *testing.F)        { fuzzAPI(f, 3) }
+func FuzzApiVersions(f *testing.F)     { fuzzAPI(f, 18) }
+func FuzzCreateTopics(f *testing.F)    { fuzzAPI(f, 19) }
+func FuzzDeleteTopics(f *testing.F)    { fuzzAPI(f, 20) }
+func FuzzInitProducerID(f *testing.F)  { fuzzAPI(f, 22) }
+func FuzzDescribeConfigs(f *testing.F) { fuzzAPI(f, 32) }
+
+// FuzzRequest feeds arbitrary frames (header included) to the request
+// handler of a real server: whatever the bytes, the handler answers or asks
+// to close the connection, and never panics.
 func FuzzRequest(f *testing.F) {
 	for _, seed := range seedRequests() {
 		f.Add(seed)
@@ -97,20 +167,6 @@ func FuzzRequest(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
-	s, err := New(Options{DataDir: f.TempDir(), Config: func() config.Broker {
-		c := config.Default()
-		c.LogRetentionCheckIntervalMs = 1 << 40
-		return c
-	}(), Logger: testLogger(f)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	s.partitionLimit = 4
-	f.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	f.Fuzz(func(t *testing.T, frameBytes []byte) {
-		s.onPanic = func(r any) { t.Fatalf("handler panicked: %v", r) }
-		c := newConn(s, discardConn{})
-		c.cancel() // long polls return at once
-		_ = c.handle(frame{buf: frameBytes, arrived: time.Now()})
-	})
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, frameBytes []byte) { handleFrame(t, s, frameBytes) })
 }
