@@ -88,12 +88,12 @@ shuts down cleanly.`,
 				logger.Info("metrics endpoint", "metrics_addr", mln.Addr().String(), "path", "/metrics")
 				go func() { _ = metricsSrv.Serve(mln) }()
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", ln.Addr())
-			serveErr := make(chan error, 1)
-			go func() { serveErr <- srv.Serve(ln) }()
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", ln.Addr())
+			serveErr := make(chan error, 1)
+			go func() { serveErr <- srv.Serve(ln) }()
 			var runErr error
 			select {
 			case sig := <-sigs:
