@@ -39,6 +39,7 @@ var ErrInvalid = errors.New("config: invalid")
 // in Kafka; -1 means "unset / forever" where Kafka uses it so.
 type Broker struct {
 	NodeID                      int32  // node.id / broker.id
+	Listener                    string // listeners (host:port; used when --listen is not given)
 	AdvertisedListener          string // advertised.listeners (host:port; a PLAINTEXT:// prefix is accepted)
 	NumPartitions               int32  // num.partitions
 	DefaultReplicationFactor    int16  // default.replication.factor
@@ -179,16 +180,15 @@ var brokerProps = []brokerProp{
 			return nil
 		},
 		get: func(b *Broker) string { return strconv.Itoa(int(b.NodeID)) }},
+	{name: "listeners", doc: "host:port to listen on when --listen is not given (a PLAINTEXT:// prefix is accepted)",
+		apply: func(b *Broker, v string) error {
+			b.Listener = stripListener(v)
+			return nil
+		},
+		get: func(b *Broker) string { return b.Listener }},
 	{name: "advertised.listeners", doc: "host:port clients are told to connect to (default: the bound listen address)",
 		apply: func(b *Broker, v string) error {
-			v = strings.TrimSpace(v)
-			if i := strings.Index(v, "://"); i >= 0 {
-				v = v[i+3:]
-			}
-			if i := strings.IndexByte(v, ','); i >= 0 {
-				v = v[:i]
-			}
-			b.AdvertisedListener = v
+			b.AdvertisedListener = stripListener(v)
 			return nil
 		},
 		get: func(b *Broker) string { return b.AdvertisedListener }},
@@ -254,6 +254,19 @@ var brokerProps = []brokerProp{
 			return err
 		},
 		get: func(b *Broker) string { return b.TopicDefaults.CleanupPolicy }},
+}
+
+// stripListener turns "PLAINTEXT://host:port[,...]" into "host:port" (the
+// first listener; sluice has one plaintext listener).
+func stripListener(v string) string {
+	v = strings.TrimSpace(v)
+	if i := strings.IndexByte(v, ','); i >= 0 {
+		v = v[:i]
+	}
+	if i := strings.Index(v, "://"); i >= 0 {
+		v = v[i+3:]
+	}
+	return v
 }
 
 // applyOrder makes the more precise duration keys win whatever the file order:

@@ -25,6 +25,7 @@ log.segment.bytes 1048576
 message.max.bytes=\
   2000000
 broker.id=7
+listeners=PLAINTEXT://127.0.0.1:19092,SSL://x:1
 some.unknown.key=x
 `)
 	b, err := Parse(src)
@@ -32,7 +33,7 @@ some.unknown.key=x
 		t.Fatal(err)
 	}
 	if b.NumPartitions != 3 || b.AutoCreateTopics || b.TopicDefaults.SegmentBytes != 1<<20 ||
-		b.TopicDefaults.MaxMessageBytes != 2000000 || b.NodeID != 7 {
+		b.TopicDefaults.MaxMessageBytes != 2000000 || b.NodeID != 7 || b.Listener != "127.0.0.1:19092" {
 		t.Fatalf("parsed %+v", b)
 	}
 	if b.TopicDefaults.RetentionMs != 30*60*1000 {

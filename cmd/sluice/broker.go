@@ -59,6 +59,9 @@ shuts down cleanly.`,
 					logger.Warn("ignoring unsupported properties", "file", configFile, "keys", strings.Join(u, ","))
 				}
 			}
+			if !cmd.Flags().Changed("listen") && cfg.Listener != "" {
+				listen = cfg.Listener
+			}
 			if cmd.Flags().Changed("node-id") {
 				cfg.NodeID = nodeID
 			}
@@ -114,7 +117,7 @@ shuts down cleanly.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", "", "directory of the partition logs and broker metadata (required)")
-	f.StringVar(&listen, "listen", "127.0.0.1:9092", "Kafka-protocol listen address (port 0 picks a free port)")
+	f.StringVar(&listen, "listen", "127.0.0.1:9092", "Kafka-protocol listen address (port 0 picks a free port; default: listeners of --config, else 127.0.0.1:9092)")
 	f.Int32Var(&nodeID, "node-id", 0, "this broker's node id (overrides node.id / broker.id of --config)")
 	f.StringVar(&configFile, "config", "", "Kafka-style .properties file")
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9404)")
