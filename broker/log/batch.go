@@ -53,10 +53,10 @@ type batchHeader struct {
 }
 
 // size is the whole batch size in bytes.
-func (h *batchHeader) size() int64 { return logOverhead + int64(h.Length) }
+func (h batchHeader) size() int64 { return logOverhead + int64(h.Length) }
 
 // lastOffset is the offset of the batch's last record.
-func (h *batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // lastSequence is the batch's last sequence number (sequences wrap at MaxInt32).
 func (h *batchHeader) lastSequence() int32 {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -45,7 +46,22 @@ func appendRecord(dst []byte, i int, value []byte) []byte {
 	return append(dst, body...)
 }
 
+var compressCache sync.Map // codec+raw -> compressed: crash loops re-encode the same batches
+
 func compress(codec int16, raw []byte) []byte {
+	if codec == codecNone {
+		return raw
+	}
+	key := string(rune('0'+codec)) + string(raw)
+	if v, ok := compressCache.Load(key); ok {
+		return v.([]byte)
+	}
+	out := compressOnce(codec, raw)
+	compressCache.Store(key, out)
+	return out
+}
+
+func compressOnce(codec int16, raw []byte) []byte {
 	var buf bytes.Buffer
 	switch codec {
 	case codecNone:

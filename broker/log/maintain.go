@@ -93,7 +93,9 @@ func (l *Log) writeSnapshotLocked() error {
 	}
 	for len(l.snapshots) > 2 {
 		if err := l.fs.Remove(path.Join(l.dir, snapshotName(l.snapshots[0]))); err != nil && !isNotExist(err) {
-			return fmt.Errorf("log: remove old producer snapshot: %w", err)
+			// Housekeeping only: an old snapshot is harmless, retry next time.
+			l.logger.Warn("cannot remove an old producer snapshot", "err", err)
+			break
 		}
 		l.snapshots = l.snapshots[1:]
 	}
@@ -114,8 +116,11 @@ func (l *Log) Flush() error {
 func (l *Log) maintain() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.failed != nil {
-		return nil
+	if err := l.checkWritable(); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
+		return err
 	}
 	now := l.clock.Now()
 	if l.cfg.FlushMs > 0 && l.unflushedMsgs > 0 && now.Sub(l.lastFlush) >= l.cfg.FlushMs {
@@ -178,11 +183,11 @@ func (l *Log) retentionLocked() error {
 // first, so a crash between the two leaves segments that the next open
 // recognises as deleted.
 func (l *Log) deleteSegmentsLocked(n int, start int64) error {
-	old := l.logStart
+	oldStart, oldHW := l.logStart, l.hw
 	l.logStart = max(l.logStart, start)
 	l.hw = max(l.hw, l.logStart)
 	if err := l.checkpointLocked(); err != nil {
-		l.logStart = old
+		l.logStart, l.hw = oldStart, oldHW
 		return err
 	}
 	gone := l.segments[:n]
@@ -239,8 +244,13 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		n++
 	}
 	if n == 0 {
+		old := l.logStart
 		l.logStart = offset
-		return l.checkpointLocked()
+		if err := l.checkpointLocked(); err != nil {
+			l.logStart = old
+			return err
+		}
+		return nil
 	}
 	return l.deleteSegmentsLocked(n, offset)
 }

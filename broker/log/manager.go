@@ -58,8 +58,13 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &Metrics{},
 		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{},
 	}
-	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
-		return nil, fmt.Errorf("log: create data dir: %w", err)
+	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
+		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
+			return nil, fmt.Errorf("log: create data dir: %w", err)
+		}
+		if err := opts.FS.SyncDir(path.Dir(path.Clean(opts.Dir))); err != nil {
+			return nil, fmt.Errorf("log: sync the data dir's parent: %w", err)
+		}
 	}
 	names, err := opts.FS.List(opts.Dir)
 	if err != nil {

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"path"
@@ -295,6 +296,10 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 		k = max(k, 0)
 		if s := l.segments[k]; s.base == ckpt.RecoverySegment && ckpt.RecoveryPosition <= s.size && ckpt.RecoveryOffset >= s.base {
 			pos, next = ckpt.RecoveryPosition, ckpt.RecoveryOffset
+			if !l.batchStartsAt(s, pos, next) {
+				l.logger.Warn("recovery point does not match the segment; scanning the whole segment", "segment", s.base, "position", pos)
+				pos, next = 0, s.base
+			}
 		} else {
 			next = s.base
 		}
@@ -366,6 +371,27 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 	}
 	l.leo = next
 	return nil
+}
+
+// batchStartsAt reports whether a batch with base offset next starts at pos
+// (or pos is the end of the file), a sanity check of the recovery point.
+func (l *Log) batchStartsAt(s *segment, pos, next int64) bool {
+	if pos == 0 {
+		return next == s.base
+	}
+	if pos == s.size {
+		return true
+	}
+	f, err := l.cache.acquire(s.h)
+	if err != nil {
+		return false
+	}
+	defer l.cache.release(s.h)
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], pos); err != nil {
+		return false
+	}
+	return int64(binary.BigEndian.Uint64(b[:])) == next
 }
 
 // dropSegmentsFromLocked deletes segments i and later (recovery found them

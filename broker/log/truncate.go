@@ -44,6 +44,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	if pos < s.size {
 		newEnd = min(offset, h.BaseOffset)
 	}
+	// The recovery point must never lie beyond what the cut leaves.
+	if err := l.lowerRecoveryPointLocked(newEnd, s.base, pos); err != nil {
+		return err
+	}
 	// Later segments first, then the cut: a crash in between leaves a log
 	// that recovery reads as ending at or after newEnd, never a hole.
 	for _, gone := range l.segments[k+1:] {
@@ -70,6 +74,31 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.leo = newEnd
 	return l.afterTruncateLocked()
+}
+
+// lowerRecoveryPointLocked durably moves the recovery point down to (offset,
+// segment, pos) if it is above, before a truncation makes it point at bytes
+// that will change.
+func (l *Log) lowerRecoveryPointLocked(offset, segment, pos int64) error {
+	if l.checkpointed.RecoveryOffset < offset || (l.checkpointed.RecoveryOffset == offset && l.checkpointed.RecoverySegment == segment && l.checkpointed.RecoveryPosition <= pos) {
+		return nil
+	}
+	c := l.checkpointed
+	c.RecoveryOffset, c.RecoverySegment, c.RecoveryPosition = offset, segment, pos
+	// "The table at ProducersAt equals the newest snapshot" still holds lower
+	// down only while that snapshot is at or below the new point.
+	if n := len(l.snapshots); n > 0 && l.snapshots[n-1] > offset {
+		c.ProducersAt = -1
+	} else {
+		c.ProducersAt = min(c.ProducersAt, offset)
+	}
+	c.LogStartOffset = min(c.LogStartOffset, offset)
+	c.HighWatermark = min(c.HighWatermark, offset)
+	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
+	}
+	l.checkpointed = c
+	return nil
 }
 
 // rescanMaxTimestampLocked recomputes the exact max timestamp of s from its
@@ -111,6 +140,10 @@ func (l *Log) rescanMaxTimestampLocked(s *segment) error {
 
 // truncateFullyLocked deletes every segment and restarts the log at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	first := l.segments[0]
+	if err := l.lowerRecoveryPointLocked(first.base, first.base, 0); err != nil {
+		return err
+	}
 	for _, gone := range l.segments {
 		l.cache.remove(gone.h)
 		if err := removeSegmentFiles(l.fs, gone); err != nil {
