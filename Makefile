@@ -50,6 +50,11 @@ fuzz:
 	  done; \
 	done
 
+# The pipeline on one machine with embedded defaults (a broker on a temp dir, a topic,
+# records in and out, a short benchmark).
+quickstart: build
+	bash testdata/quickstart.sh
+
 clean:
 	rm -rf bin testdata/.cache
 
