@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -100,23 +99,38 @@ func (c *conn) readLoop() {
 			_ = c.nc.Close()
 			return
 		}
-		// Grow with the data that actually arrives: a lying size prefix
-		// does not make us allocate socket.request.max.bytes up front.
-		var buf bytes.Buffer
-		if size <= 1<<20 {
-			buf.Grow(int(size))
-		}
-		if _, err := io.CopyN(&buf, c.br, int64(size)); err != nil {
-			c.logger.Debug("truncated request frame", "size", size, "got", buf.Len(), "err", err)
+		buf, err := readBody(c.br, int(size))
+		if err != nil {
+			c.logger.Debug("truncated request frame", "size", size, "err", err)
 			c.cancel()
 			return
 		}
 		select {
-		case c.frames <- frame{buf: buf.Bytes(), arrived: time.Now()}:
+		case c.frames <- frame{buf: buf, arrived: time.Now()}:
 		case <-c.done:
 			return
 		}
 	}
+}
+
+// readBody reads a frame body of size bytes. It allocates the full size
+// only once the first MiB has arrived, so a lying size prefix does not make
+// us allocate socket.request.max.bytes up front, and a large frame is copied
+// at most once (its first MiB).
+func readBody(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, min(size, 1<<20))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if size == len(buf) {
+		return buf, nil
+	}
+	full := make([]byte, size)
+	copy(full, buf)
+	if _, err := io.ReadFull(r, full[len(buf):]); err != nil {
+		return nil, err
+	}
+	return full, nil
 }
 
 // header is a parsed request header.
