@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"sync"
@@ -140,3 +141,5 @@ func TestValidateClientBatchCodecs(t *testing.T) {
 		}
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

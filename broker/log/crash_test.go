@@ -127,15 +127,17 @@ func crashWorkload(fsys vfs.FS, clock *manualClock, seed uint64, model *crashMod
 			if err == nil {
 				model.logStart = l.LogStartOffset()
 				leo := l.LogEndOffset()
-				for off := range model.attempted {
+				for off, b := range model.attempted {
 					if off >= leo {
 						delete(model.attempted, off)
-						delete(model.durable, off)
+					}
+					if parseHeader(b).lastOffset() >= leo {
+						delete(model.durable, off) // below a restarted log start too
 					}
 				}
 				var kept [][2]int64
 				for _, p := range pending {
-					if p[0] < leo {
+					if b, ok := model.attempted[p[0]]; ok && parseHeader(b).lastOffset() < leo {
 						kept = append(kept, p)
 					}
 				}

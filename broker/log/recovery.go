@@ -357,7 +357,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 			}
 			l.logger.Warn("recovery cut the log", "kind", res.tail.String(), "segment", s.base,
 				"position", res.end, "bytes_cut", s.size-res.end, "reason", res.reason)
-			if err := f.Truncate(res.end); err != nil {
+			if err := truncateAndSync(f, res.end); err != nil {
 				l.cache.release(s.h)
 				return fmt.Errorf("log: recovery truncate %s: %w", s.logPath(), err)
 			}
@@ -404,7 +404,7 @@ func (l *Log) dropSegmentsFromLocked(i int) error {
 		if err != nil {
 			return err
 		}
-		err = f.Truncate(0)
+		err = truncateAndSync(f, 0)
 		l.cache.release(s.h)
 		if err != nil {
 			return fmt.Errorf("log: recovery truncate: %w", err)
@@ -528,4 +528,11 @@ func findBatch(r *fileReader, s *segment, offset int64) (int64, batchHeader, err
 		pos += h.size()
 	}
 	return pos, batchHeader{}, nil
+}
+
+func truncateAndSync(f vfs.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
 }

@@ -45,7 +45,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		newEnd = min(offset, h.BaseOffset)
 	}
 	// The recovery point must never lie beyond what the cut leaves.
-	if err := l.lowerRecoveryPointLocked(newEnd, s.base, pos); err != nil {
+	if err := l.lowerRecoveryPointLocked(newEnd, s.base, pos, newEnd); err != nil {
 		return err
 	}
 	// Later segments first, then the cut: a crash in between leaves a log
@@ -78,8 +78,8 @@ func (l *Log) TruncateTo(offset int64) error {
 
 // lowerRecoveryPointLocked durably moves the recovery point down to (offset,
 // segment, pos) if it is above, before a truncation makes it point at bytes
-// that will change.
-func (l *Log) lowerRecoveryPointLocked(offset, segment, pos int64) error {
+// that will change. newEnd is the log end the truncation leaves.
+func (l *Log) lowerRecoveryPointLocked(offset, segment, pos, newEnd int64) error {
 	if l.checkpointed.RecoveryOffset < offset || (l.checkpointed.RecoveryOffset == offset && l.checkpointed.RecoverySegment == segment && l.checkpointed.RecoveryPosition <= pos) {
 		return nil
 	}
@@ -92,8 +92,8 @@ func (l *Log) lowerRecoveryPointLocked(offset, segment, pos int64) error {
 	} else {
 		c.ProducersAt = min(c.ProducersAt, offset)
 	}
-	c.LogStartOffset = min(c.LogStartOffset, offset)
-	c.HighWatermark = min(c.HighWatermark, offset)
+	c.LogStartOffset = min(c.LogStartOffset, newEnd)
+	c.HighWatermark = min(c.HighWatermark, newEnd)
 	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
 	}
@@ -141,7 +141,7 @@ func (l *Log) rescanMaxTimestampLocked(s *segment) error {
 // truncateFullyLocked deletes every segment and restarts the log at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	first := l.segments[0]
-	if err := l.lowerRecoveryPointLocked(first.base, first.base, 0); err != nil {
+	if err := l.lowerRecoveryPointLocked(first.base, first.base, 0, offset); err != nil {
 		return err
 	}
 	for _, gone := range l.segments {

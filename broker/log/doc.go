@@ -1,0 +1,128 @@
+// Package log is sluice's partition log: an append-only sequence of Kafka
+// RecordBatch v2, stored exactly as producers sent them, in segment files with
+// sparse offset and time indexes, recovered after a crash by scanning only
+// what was not known to be flushed.
+//
+// # On-disk layout
+//
+//	<data dir>/
+//	  .clean-shutdown                 written by Manager.Close; consumed by OpenManager
+//	  <topic>-<partition>/            one directory per partition
+//	    00000000000000000000.log        segment: batches, base offsets 0 ..
+//	    00000000000000000000.index      sparse offset index of that segment
+//	    00000000000000000000.timeindex  sparse time index of that segment
+//	    00000000000000368769.log        next segment: first offset 368769
+//	    00000000000000368769.index
+//	    00000000000000368769.timeindex
+//	    00000000000000368900.snapshot   idempotent-producer table as of offset 368900
+//	    partition.checkpoint            recovery point, log start offset, high watermark
+//	    leader-epoch-checkpoint         leader epoch -> first offset
+//	  <dir>-delete/                   a deleted partition, removed at the next open
+//
+// A segment file is a concatenation of RecordBatch v2, byte for byte as the
+// producer sent them except the fields outside the CRC: baseOffset
+// (assigned by the log) and partitionLeaderEpoch; for LogAppendTime topics
+// also maxTimestamp, the timestamp-type bit and the CRC. Batches are never
+// decompressed. The file name is the base offset of its first batch.
+//
+//	RecordBatch v2 (big-endian)                              CRC32C covers
+//	+------------+--------+-------------+-------+-------+   bytes 21..end
+//	| baseOffset | length | leaderEpoch | magic |  crc  |
+//	|   int64    | int32  |    int32    | int8=2| uint32|
+//	+------------+--------+-------------+-------+-------+------------------+
+//	0            8        12            16      17      21 attributes ...  |
+//	| lastOffsetDelta | firstTs | maxTs | producerId | epoch | baseSeq | n  |
+//	| records (compressed as a whole if attributes & 7 != 0)               |
+//	+----------------------------------------------------------------------+
+//
+// The offset index holds an 8-byte entry every index.interval.bytes of
+// batches: (base offset - segment base) uint32, file position uint32. The
+// time index holds a 12-byte entry (max timestamp so far int64, relative
+// offset uint32) whenever the max timestamp grew and index.interval.bytes
+// passed, plus one at each checkpoint and roll, so its last entry is the
+// segment's largest timestamp. Both are hints: an entry is checked against the
+// batch header it points to before it is trusted, and a bad index falls
+// back to a scan.
+//
+//	.index:      | rel uint32 | pos uint32 | rel | pos | ...
+//	.timeindex:  | ts int64 | rel uint32 | ts | rel | ...
+//
+// The small metadata files (checkpoint, epoch cache, producer snapshot) are
+// framed as magic(4) version(1) payload crc32c(4) and replaced atomically:
+// write <name>.tmp, fsync, rename, fsync the directory.
+//
+// # Durability and recovery
+//
+// An append is in the page cache when Append returns. It is durable after
+// Flush, after a flush.messages / flush.ms flush, or after the segment rolls
+// (a roll syncs the old segment). The recovery point in partition.checkpoint
+// is (offset, segment, byte position): everything before it was synced,
+// together with the index files. It is written at rolls, Flush,
+// Manager.RunRetention, truncation and Close.
+//
+//	segment 0             segment 100                     segment 250 (active)
+//	[#################]   [#################]   [###########|..........]
+//	 trusted, not read     trusted, not read     trusted    ^ scanned: CRC,
+//	                                                        | offsets, framing
+//	                                              recovery point
+//
+// Opening a partition after an unclean stop validates every batch after the
+// recovery point and cuts the file at the first bad one, telling apart a
+// torn tail (the last batch is incomplete), a zeroed tail (zero bytes where a
+// batch should start) and a corrupt batch (bad magic, length, CRC or offset);
+// segments after the cut are deleted and the scanned segment's indexes
+// rebuilt. The producer table is rebuilt from the newest snapshot plus the
+// batch headers after it, the epoch cache is cut at the log end. Restart time
+// therefore depends on the unflushed tail, not on the size of the log. After
+// Manager.Close the marker file tells the next OpenManager that every
+// checkpoint is exact: nothing is scanned.
+//
+// TruncateTo first lowers the recovery point durably, then deletes later
+// segments, cuts and syncs the file, so truncated data never comes back.
+// Retention writes the new log start offset before it deletes segments;
+// segments left below the log start by a crash are deleted at the next open.
+// An fsync error is not retried: the log refuses further writes
+// (ErrLogFailed) until it is reopened, which runs recovery.
+//
+// # Concurrency and lock order
+//
+// Appends to one log are serialised; reads run in parallel with each other
+// and with appends, and return a Region that pins the segment file, so
+// retention or a cache eviction never closes a file under a reader.
+//
+//	Manager.mu  ->  Log.mu (RWMutex)  ->  segment.mu  ->  fileCache.mu
+//
+// A goroutine holding a lock on the right never takes one on its left.
+// Manager.mu guards the partition maps only and is never held while a Log
+// does I/O. Log.mu guards the segment list, offsets, epoch cache, producer
+// table and each segment's size; appends hold it for writing, reads hold it
+// for reading only while they pick a segment and its committed size, then
+// read without it (bytes below a committed size never change except by
+// TruncateTo). segment.mu guards the in-memory indexes, which readers load
+// lazily. fileCache.mu guards the open-file LRU and every handle's state.
+//
+// # Open files
+//
+// Segment files are opened through the Manager's file cache, which keeps at
+// most ManagerOptions.MaxOpenFiles idle handles and closes the least recently
+// used; a segment is reopened on demand. Index files are opened only while
+// they are loaded or written. 10,000 partitions need one cached descriptor
+// each at most, or fewer with a lower bound.
+//
+// # Usage
+//
+//	m, err := log.OpenManager(log.ManagerOptions{FS: vfs.OS, Dir: "/var/lib/sluice"})
+//	l, err := m.Open(log.TopicPartition{Topic: "pageviews", Partition: 0}, log.DefaultConfig())
+//	res, err := l.Append(recordsFromProduce, log.AppendOptions{AssignOffsets: true, LeaderEpoch: 0})
+//	l.SetHighWatermark(l.LogEndOffset())
+//	r, err := l.Read(offset, 1<<20, l.HighWatermark())
+//	defer r.Close()
+//	r.WriteTo(conn) // sendfile(2)
+//	...
+//	m.RunRetention() // on a timer
+//	m.Close()
+//
+// All file access goes through vfs.FS: vfs.OS in production, vfs.NewMem in
+// tests (Crash drops what was not synced) and errorfs to fail the i-th
+// operation.
+package log
