@@ -46,6 +46,7 @@ type Broker struct {
 	AutoCreateTopics            bool   // auto.create.topics.enable
 	DeleteTopicEnable           bool   // delete.topic.enable
 	SocketRequestMaxBytes       int32  // socket.request.max.bytes
+	ConnectionsMaxIdleMs        int64  // connections.max.idle.ms
 	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
 	ClusterID                   string // cluster.id
 	TopicDefaults               Topic  // the log.* properties, as topic configs
@@ -77,6 +78,7 @@ func Default() Broker {
 		AutoCreateTopics:            true,
 		DeleteTopicEnable:           true,
 		SocketRequestMaxBytes:       104857600,
+		ConnectionsMaxIdleMs:        600000,
 		LogRetentionCheckIntervalMs: 300000,
 		ClusterID:                   "sluice-cluster",
 		TopicDefaults: Topic{
@@ -224,6 +226,7 @@ var brokerProps = []brokerProp{
 			return nil
 		},
 		get: func(b *Broker) string { return strconv.Itoa(int(b.SocketRequestMaxBytes)) }},
+	int64Prop("connections.max.idle.ms", "close a connection that sent no request for this long", func(b *Broker) *int64 { return &b.ConnectionsMaxIdleMs }, 1),
 	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
 	{name: "cluster.id", doc: "cluster id reported in Metadata",
 		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },

@@ -83,7 +83,18 @@ func (c *conn) readLoop() {
 	defer close(c.frames)
 	max := c.s.cfg.SocketRequestMaxBytes
 	var sizeBuf [4]byte
+	idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	for {
+		// connections.max.idle.ms bounds the wait for the next request. Set
+		// before checking for Shutdown, which cancels first and then sets a
+		// past deadline (stopReading), so this cannot undo it.
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		if c.s.ctx.Err() != nil {
+			c.cancel()
+			return
+		}
 		if _, err := io.ReadFull(c.br, sizeBuf[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !isClosedConnErr(err) && c.ctx.Err() == nil {
 				c.logger.Debug("read", "err", err)

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -163,5 +164,19 @@ func TestProduceOldVersionsRejected(t *testing.T) {
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnsupportedVersion.Code {
 			t.Fatalf("produce v%d: error %d, want UNSUPPORTED_VERSION", v, code)
 		}
+	}
+}
+
+func TestIdleConnectionClosed(t *testing.T) {
+	ts := startServer(t, "", func(c *config.Broker) { c.ConnectionsMaxIdleMs = 200 })
+	rc := dialRaw(t, ts.addr)
+	rc.send(encodeRequest(kmsg.NewPtrApiVersionsRequest(), 1))
+	if _, ok := rc.recv(); !ok {
+		t.Fatal("not served")
+	}
+	start := time.Now()
+	rc.expectClosed() // blocks until the server closes the idle connection
+	if time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("closed after %v, before connections.max.idle.ms", time.Since(start))
 	}
 }
