@@ -116,3 +116,22 @@ func TestEveryServedVersionAnswers(t *testing.T) {
 		}
 	}
 }
+
+// fetchOne builds a v12 Fetch of one partition that does not wait.
+func fetchOne(topic string, partition int32, offset int64) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.MaxBytes, req.SessionEpoch = 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// fetchCode is the error code of the first partition of a Fetch answer.
+func fetchCode(resp kmsg.Response) int16 {
+	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+}
