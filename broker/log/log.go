@@ -141,6 +141,9 @@ func (l *Log) Changed() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.changed == nil {
 		l.changed = make(chan struct{})
+		if l.closed {
+			close(l.changed) // nothing will change any more
+		}
 	}
 	return l.changed
 }

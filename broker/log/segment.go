@@ -133,6 +133,11 @@ func (s *segment) loadIndexesLocked(fsys vfs.FS, size int64) error {
 		}
 		s.timeIndex = append(s.timeIndex, e)
 	}
+	if len(s.timeIndex) == 0 && size > 0 {
+		// Missing or empty indexes (lost files, an old crash): rebuild them
+		// from the batch headers, so reads and time retention stay exact.
+		return s.rebuildIndexesLocked(fsys, size)
+	}
 	s.indexWritten, s.timeWritten = len(s.index), len(s.timeIndex)
 	// A file longer than its valid prefix is rewritten at the next persist.
 	s.rewrite = len(s.index)*indexEntrySize != indexBytes || len(s.timeIndex)*timeEntrySize != len(b)
@@ -305,3 +310,47 @@ func (s *segment) truncateIndexes(rel int64, pos int64) {
 	s.rewrite = true
 	s.loaded = true
 }
+
+// rebuildIndexesLocked scans the batch headers of the segment's first size
+// bytes and rebuilds both indexes in memory; they are written at the next
+// checkpoint. s.mu is held.
+func (s *segment) rebuildIndexesLocked(fsys vfs.FS, size int64) error {
+	f, err := fsys.Open(s.logPath())
+	if err != nil {
+		return fmt.Errorf("log: rebuild index: %w", err)
+	}
+	defer f.Close()
+	r := newFileReader(f, size)
+	defer r.release()
+	s.index, s.timeIndex, s.maxTs, s.maxTsRel = nil, nil, -1, 0
+	var sinceIndex, sinceTime int64
+	for pos := int64(0); pos < size; {
+		h, err := r.header(pos)
+		if err != nil || h.BaseOffset < s.base {
+			break // the entries are hints; recovery or the reader validates the bytes
+		}
+		rel := uint32(h.BaseOffset - s.base)
+		if sinceIndex > indexRebuildInterval && pos > 0 {
+			s.index = append(s.index, indexEntry{rel, uint32(pos)})
+			sinceIndex = 0
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsRel = h.MaxTimestamp, rel
+			if sinceTime > indexRebuildInterval {
+				s.timeIndex = append(s.timeIndex, timeEntry{h.MaxTimestamp, rel})
+				sinceTime = 0
+			}
+		}
+		sinceIndex += h.size()
+		sinceTime += h.size()
+		pos += h.size()
+	}
+	s.sealTimeIndexLocked()
+	s.rewrite, s.loaded = true, true
+	s.indexWritten, s.timeWritten = 0, 0
+	return nil
+}
+
+// indexRebuildInterval is the entry spacing of rebuilt indexes (the default
+// index.interval.bytes; the segment does not know its log's config).
+const indexRebuildInterval = 4096

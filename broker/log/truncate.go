@@ -33,16 +33,20 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return err
 	}
-	defer l.cache.release(s.h)
 	r := newFileReader(f, s.size)
 	pos, h, err := findBatch(r, s, offset)
 	r.release()
+	l.cache.release(s.h)
 	if err != nil {
 		return fmt.Errorf("log: truncate: %w", err)
 	}
 	newEnd := offset
 	if pos < s.size {
 		newEnd = min(offset, h.BaseOffset)
+	}
+	if newEnd < l.logStart {
+		// The batch holding offset starts below the log start: nothing readable remains.
+		return l.truncateFullyLocked(offset)
 	}
 	// The recovery point must never lie beyond what the cut leaves.
 	if err := l.lowerRecoveryPointLocked(newEnd, s.base, pos, newEnd); err != nil {
@@ -58,6 +62,10 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.metrics.SegmentsDeleted.Add(1)
 	}
 	l.segments = l.segments[:k+1]
+	if f, err = l.cache.acquire(s.h); err != nil {
+		return l.fail(err)
+	}
+	defer l.cache.release(s.h)
 	if err := f.Truncate(pos); err != nil {
 		return l.fail(fmt.Errorf("log: truncate %s: %w", s.logPath(), err))
 	}
@@ -193,6 +201,14 @@ func (l *Log) afterTruncateLocked() error {
 // checkpoint, and releases its files. Outstanding Regions stay readable
 // until closed.
 func (l *Log) Close() error {
+	err := l.closeLocked()
+	if l.mgr != nil {
+		l.mgr.forget(l) // after l.mu is released: Manager.mu is never taken under a Log.mu
+	}
+	return err
+}
+
+func (l *Log) closeLocked() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -209,8 +225,5 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.notifyLocked()
-	if l.mgr != nil {
-		l.mgr.forget(l)
-	}
 	return err
 }
