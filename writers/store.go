@@ -63,6 +63,9 @@ type StoreOptions struct {
 	// is older than this (default 10m): its writer is presumed dead. Negative
 	// means immediately.
 	TornGrace time.Duration
+	// ManifestWait bounds how long a losing attempt waits for the winner's
+	// manifest to become readable (HDFS writes it in place; default 30s).
+	ManifestWait time.Duration
 	// Logger receives recovery and commit events (default: discard).
 	Logger *slog.Logger
 }
@@ -84,6 +87,9 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 	}
 	if opts.TornGrace == 0 {
 		opts.TornGrace = 10 * time.Minute
+	}
+	if opts.ManifestWait == 0 {
+		opts.ManifestWait = 30 * time.Second
 	}
 	log := opts.Logger
 	if log == nil {
@@ -188,8 +194,9 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 	}
 	werr := s.fs.WriteExclusive(mp, data)
 	if werr != nil {
-		// Learn the outcome from the manifest itself.
-		cur, rerr := s.readManifest(mp)
+		// Learn the outcome from the manifest itself (on HDFS the winner
+		// may still be writing it: wait a little for it to become whole).
+		cur, rerr := s.awaitManifest(mp)
 		switch {
 		case rerr == nil && cur.Attempt == a.id:
 			// Our manifest is there and whole: we won after all.
@@ -214,6 +221,21 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 		return Result{Won: true, Manifest: m}, err
 	}
 	return Result{Won: true, Manifest: m}, nil
+}
+
+// awaitManifest reads a manifest, re-reading a torn one with backoff for up
+// to ManifestWait while its writer may still be finishing it.
+func (s *Store) awaitManifest(p string) (*Manifest, error) {
+	deadline := time.Now().Add(s.opts.ManifestWait)
+	wait := 5 * time.Millisecond
+	for {
+		m, err := s.readManifest(p)
+		if !errors.Is(err, ErrTornManifest) || time.Now().After(deadline) {
+			return m, err
+		}
+		time.Sleep(wait) // backoff against the file system
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // testHookAfterManifest runs between the manifest and the moves (tests).
