@@ -14,6 +14,9 @@ var (
 	ErrStorage = errors.New("server: storage")
 	// ErrCorruptMeta is returned when a metadata file cannot be parsed.
 	ErrCorruptMeta = errors.New("server: corrupt metadata file")
+	// ErrDataDirInUse is returned by New when another broker holds the
+	// data directory's lock.
+	ErrDataDirInUse = errors.New("server: data directory in use")
 	// ErrClosed is returned after Shutdown.
 	ErrClosed = errors.New("server: closed")
 	// ErrBadFrame is a request frame that cannot be served (size, header,

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -172,3 +173,13 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 
 // parked reports whether some connection is inside a Fetch long poll.
 func parked(ts *testServer) bool { return ts.longPolls.Load() > 0 }
+
+func TestDataDirLocked(t *testing.T) {
+	ts := startServer(t, "", nil)
+	if _, err := New(Options{DataDir: ts.dir, Logger: testLogger(t)}); !errors.Is(err, ErrDataDirInUse) {
+		t.Fatalf("second broker on the same data dir: %v, want ErrDataDirInUse", err)
+	}
+	ts.stop(t)
+	again := startServer(t, ts.dir, nil) // released by Shutdown
+	again.stop(t)
+}

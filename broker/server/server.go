@@ -57,6 +57,8 @@ type Server struct {
 	retentionWG sync.WaitGroup
 	longPolls   atomic.Int64 // Fetch requests waiting for data (tests, metrics)
 
+	unlock func() // releases the data directory lock
+
 	// Test hooks, set before serving.
 	onPanic        func(any) // called when a handler panicked (a bug); the fuzz target fails on it
 	partitionLimit int32     // most partitions one CreateTopics may ask for; 0 = 65536
@@ -80,29 +82,39 @@ func New(opts Options) (*Server, error) {
 	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
+	unlock := func() {}
+	if opts.FS == vfs.OS {
+		var err error
+		if unlock, err = lockDataDir(opts.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	cfg := opts.Config
 	if cfg.SocketRequestMaxBytes == 0 {
 		cfg = config.Default()
 	}
 	mgr, err := plog.OpenManager(plog.ManagerOptions{FS: opts.FS, Dir: opts.DataDir, Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
 	}
 	m := newMetrics()
 	reg, err := openRegistry(opts.MetaStore, mgr, cfg, opts.Logger, m)
 	if err != nil {
 		_ = mgr.Close()
+		unlock()
 		return nil, err
 	}
 	m.topics.Store(reg)
 	pids, err := openProducerIDs(opts.MetaStore)
 	if err != nil {
 		_ = mgr.Close()
+		unlock()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
 	s.retentionWG.Add(1)
 	go s.retentionLoop()
 	return s, nil
@@ -253,6 +265,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.retentionWG.Wait()
+	defer s.unlock()
 	if err := s.mgr.Close(); err != nil {
 		return fmt.Errorf("server: close logs: %w", err)
 	}
