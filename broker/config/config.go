@@ -352,7 +352,38 @@ type Entry struct {
 	Value     string
 	IsDefault bool   // Kafka's default, not set anywhere
 	Source    int8   // Kafka ConfigSource: 1 dynamic topic, 4 static broker, 5 default
+	Type      int8   // Kafka ConfigType: 1 boolean, 2 string, 3 int, 4 short, 5 long, 7 list
 	Doc       string // one line
+}
+
+// Kafka ConfigType codes.
+const (
+	typeBoolean int8 = 1
+	typeString  int8 = 2
+	typeInt     int8 = 3
+	typeShort   int8 = 4
+	typeLong    int8 = 5
+	typeList    int8 = 7
+)
+
+// kafkaTypes gives each property's Kafka type; unlisted ones are LONG, or
+// BOOLEAN / STRING by their parser.
+var kafkaTypes = map[string]int8{
+	"node.id": typeInt, "num.partitions": typeInt, "default.replication.factor": typeShort,
+	"socket.request.max.bytes": typeInt, "log.segment.bytes": typeInt, "log.index.size.max.bytes": typeInt,
+	"log.index.interval.bytes": typeInt, "message.max.bytes": typeInt, "log.retention.minutes": typeInt,
+	"log.retention.hours": typeInt, "log.roll.hours": typeInt, "listeners": typeString,
+	"advertised.listeners": typeString, "cluster.id": typeString, "log.message.timestamp.type": typeString,
+	"log.cleanup.policy": typeList, "auto.create.topics.enable": typeBoolean, "delete.topic.enable": typeBoolean,
+	"segment.bytes": typeInt, "segment.index.bytes": typeInt, "index.interval.bytes": typeInt,
+	"max.message.bytes": typeInt, "message.timestamp.type": typeString, "cleanup.policy": typeList,
+}
+
+func kafkaType(name string) int8 {
+	if t, ok := kafkaTypes[name]; ok {
+		return t
+	}
+	return typeLong
 }
 
 // Entries lists every supported broker property with its effective value.
@@ -366,7 +397,7 @@ func (b Broker) Entries() []Entry {
 		if set {
 			src = 4
 		}
-		out = append(out, Entry{Name: p.name, Value: v, IsDefault: !set, Source: src, Doc: p.doc})
+		out = append(out, Entry{Name: p.name, Value: v, IsDefault: !set, Source: src, Type: kafkaType(p.name), Doc: p.doc})
 	}
 	return out
 }

@@ -73,7 +73,7 @@ func TestTopicOverrides(t *testing.T) {
 		if e.Name == "retention.ms" && (e.Source != 1 || e.Value != "1000") {
 			t.Fatalf("entry %+v", e)
 		}
-		if e.Name == "segment.bytes" && (!e.IsDefault || e.Source != 5) {
+		if e.Name == "segment.bytes" && (!e.IsDefault || e.Source != 5 || e.Type != typeInt) {
 			t.Fatalf("entry %+v", e)
 		}
 	}

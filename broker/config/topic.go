@@ -154,7 +154,7 @@ func (b Broker) TopicEntries(overrides map[string]string) []Entry {
 	def := Default().TopicDefaults
 	out := make([]Entry, 0, len(topicProps))
 	for _, p := range topicProps {
-		e := Entry{Name: p.name, Value: p.get(&t), Doc: p.doc}
+		e := Entry{Name: p.name, Value: p.get(&t), Type: kafkaType(p.name), Doc: p.doc}
 		switch _, over := overrides[p.name]; {
 		case over:
 			e.Source = 1

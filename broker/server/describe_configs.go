@@ -6,7 +6,8 @@ package server
 // effective value and source (dynamic topic override, static broker
 // property, or default); broker resources (type 4, name "" or this node's
 // id) report the supported broker properties. ConfigNames filters;
-// IncludeDocumentation (v3+) adds one-line docs. Deviations: no synonyms
+// IncludeDocumentation (v3+) adds one-line docs; ConfigType (v3+) is
+// Kafka's type of the key. Deviations: no synonyms
 // are reported, nothing is sensitive, broker-logger resources are
 // INVALID_REQUEST.
 
@@ -70,7 +71,7 @@ func handleDescribeConfigs(s *Server, rc *requestContext, kreq kmsg.Request) (re
 				d := e.Doc
 				c.Documentation = &d
 			}
-			c.ConfigType = kmsg.ConfigTypeString
+			c.ConfigType = kmsg.ConfigType(e.Type)
 			rr.Configs = append(rr.Configs, c)
 		}
 		resp.Resources = append(resp.Resources, rr)
