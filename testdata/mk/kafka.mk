@@ -23,11 +23,17 @@ deps-kafka-kcat:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(KAFKA_STAMP): testdata/kafka/pom.xml | deps-kafka-kcat
-	@echo "deps-kafka: fetching the Apache Kafka jars into $(KAFKA_LIB)"
-	@rm -rf $(KAFKA_LIB)
-	mvn -q -B -f testdata/kafka/pom.xml dependency:copy-dependencies \
-	  -DoutputDirectory=$(CURDIR)/$(KAFKA_LIB) -DincludeScope=runtime
-	@touch $@
-
-deps-kafka-jars: $(KAFKA_STAMP)
+# The stamp holds the pom's checksum: a changed pom refetches, a fresh clone
+# with an intact cache does not. The jars land in a temporary directory that is
+# renamed into place, so a running test never sees a half-filled lib/.
+deps-kafka-jars: deps-kafka-kcat
+	@sum=$$(sha256sum testdata/kafka/pom.xml | cut -d' ' -f1); \
+	if [ "$$(cat $(KAFKA_STAMP) 2>/dev/null)" != "$$sum" ]; then \
+	  echo "deps-kafka: fetching the Apache Kafka jars into $(KAFKA_LIB)"; \
+	  rm -rf $(KAFKA_LIB).tmp && \
+	  mvn -q -B -Dstyle.color=never -f testdata/kafka/pom.xml dependency:copy-dependencies \
+	    -DoutputDirectory=$(CURDIR)/$(KAFKA_LIB).tmp -DincludeScope=runtime && \
+	  echo "$$sum" > $(KAFKA_LIB).tmp/.complete && \
+	  rm -rf $(KAFKA_LIB).old && { [ ! -d $(KAFKA_LIB) ] || mv $(KAFKA_LIB) $(KAFKA_LIB).old; } && \
+	  mv $(KAFKA_LIB).tmp $(KAFKA_LIB) && rm -rf $(KAFKA_LIB).old; \
+	fi
