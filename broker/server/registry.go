@@ -158,6 +158,11 @@ func logConfig(t config.Topic) plog.Config {
 		c.RetentionMs = time.Duration(t.RetentionMs) * time.Millisecond
 	}
 	c.RetentionBytes = t.RetentionBytes
+	if t.CleanupPolicy == "compact" {
+		// A compact-only topic is never trimmed by time or size (Kafka's
+		// rule). broker/log does not compact yet, so it keeps everything.
+		c.RetentionMs, c.RetentionBytes = -1, -1
+	}
 	c.FlushMessages = 0
 	if !config.PageCacheFlush(t.FlushMessages) {
 		c.FlushMessages = t.FlushMessages

@@ -58,3 +58,14 @@ func TestRetentionFromTopicConfig(t *testing.T) {
 		t.Fatalf("fetch below the log start: error %d, want OFFSET_OUT_OF_RANGE", code)
 	}
 }
+
+func TestCompactTopicIsNotTrimmed(t *testing.T) {
+	c := config.Default().ResolveTopic(map[string]string{"cleanup.policy": "compact", "retention.ms": "1"})
+	if lc := logConfig(c); lc.RetentionMs >= 0 || lc.RetentionBytes >= 0 {
+		t.Fatalf("compact topic log config %+v: retention must be off", lc)
+	}
+	d := config.Default().ResolveTopic(map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "1"})
+	if lc := logConfig(d); lc.RetentionMs != time.Millisecond {
+		t.Fatalf("compact,delete topic: retention %v, want 1ms", lc.RetentionMs)
+	}
+}
