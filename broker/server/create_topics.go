@@ -8,7 +8,9 @@ package server
 // Configs are validated against the supported topic configs
 // (INVALID_CONFIG for unknown keys or bad values). ValidateOnly checks
 // without creating. Deviations from Kafka: TimeoutMillis is ignored (creation
-// is synchronous); a topic name listed twice gets INVALID_REQUEST.
+// is synchronous); a topic name listed twice gets INVALID_REQUEST;
+// cleanup.policy=compact is stored and reported, but broker/log does not
+// compact yet, so a compact-only topic simply keeps everything.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
