@@ -76,23 +76,34 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	if groupLen <= 0 {
 		groupLen = 128 * 1024
 	}
-	props := parquet.NewWriterProperties(
+	// Dictionary encoding pays off on text; on numbers and timestamps
+	// (mostly distinct) it costs time and falls back to plain anyway.
+	wprops := []parquet.WriterProperty{
 		parquet.WithCompression(parquetCodec(opts.Compression)),
-		parquet.WithDictionaryDefault(!opts.NoDictionary),
+		parquet.WithDictionaryDefault(false),
 		parquet.WithMaxRowGroupLength(int64(groupLen)),
 		parquet.WithVersion(parquet.V2_6),
 		parquet.WithCreatedBy("sluice"),
-	)
+	}
+	if !opts.NoDictionary {
+		for _, f := range fields {
+			if f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.BINARY {
+				wprops = append(wprops, parquet.WithDictionaryFor(f.Name, true))
+			}
+		}
+	}
+	props := parquet.NewWriterProperties(wprops...)
 	cw := &countingWriter{w: w}
 	fw, err := pqarrow.NewFileWriter(as, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet: %w", err)
 	}
-	return &parquetWriter{
+	pw := &parquetWriter{
 		cw: cw, fw: fw, rb: array.NewRecordBuilder(memory.DefaultAllocator, as),
 		fns: fns, names: fieldNames(rec), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen,
-	}, nil
+	}
+	return pw, nil
 }
 
 func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
@@ -145,11 +156,39 @@ func (p *parquetWriter) recoverRow() error {
 	return p.fw.Write(rec)
 }
 
+// reserve sizes the top-level builders for a row group up front, so that
+// they do not grow by doubling (and copying) row by row.
+func (p *parquetWriter) reserve(dataLens []int) {
+	for i, b := range p.rb.Fields() {
+		b.Reserve(p.groupLen)
+		if sb, ok := b.(*array.StringBuilder); ok {
+			n := 32 * p.groupLen
+			if dataLens != nil && dataLens[i] > 0 {
+				n = dataLens[i] + dataLens[i]/8
+			}
+			sb.ReserveData(n)
+		}
+	}
+}
+
 func (p *parquetWriter) flush() error {
 	if p.pending == 0 {
 		return nil
 	}
+	full := p.pending == p.groupLen
+	var lens []int
+	if full {
+		lens = make([]int, len(p.rb.Fields()))
+		for i, b := range p.rb.Fields() {
+			if sb, ok := b.(*array.StringBuilder); ok {
+				lens[i] = sb.DataLen()
+			}
+		}
+	}
 	rec := p.rb.NewRecordBatch()
+	if full {
+		p.reserve(lens)
+	}
 	defer rec.Release()
 	p.flushed += int64(p.pending)
 	p.pending = 0
