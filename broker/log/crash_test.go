@@ -343,3 +343,35 @@ func TestCrashDropsOnlyUnflushed(t *testing.T) {
 		t.Fatal("read past the end after crash")
 	}
 }
+
+// TestFlushMs: with flush.ms, a RunRetention pass after the interval makes
+// appends durable; before it they are lost to a power loss.
+func TestFlushMs(t *testing.T) {
+	mem := vfs.NewMem()
+	clock := newManualClock()
+	m := openManager(t, mem, "/data", clock)
+	cfg := DefaultConfig()
+	cfg.FlushMs = time.Minute
+	l := mustOpen(t, m, cfg)
+	if err := m.RunRetention(); err != nil { // the empty log's first checkpoint
+		t.Fatal(err)
+	}
+	mustAppend(t, l, simpleBatch(3, 10, 1, 'a'), 0)
+	clock.Advance(30 * time.Second)
+	if err := m.RunRetention(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Second)
+	mustAppend(t, l, simpleBatch(3, 10, 1, 'b'), 0)
+	if err := m.RunRetention(); err != nil { // a minute since the last flush: flushes both
+		t.Fatal(err)
+	}
+	mustAppend(t, l, simpleBatch(3, 10, 1, 'c'), 0) // not flushed
+	mem.Crash()
+	m2 := openManager(t, mem, "/data", clock)
+	defer m2.Close()
+	l2 := mustOpen(t, m2, cfg)
+	if l2.LogEndOffset() != 6 {
+		t.Fatalf("after power loss LEO %d, want 6 (two flushed batches)", l2.LogEndOffset())
+	}
+}

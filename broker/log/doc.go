@@ -90,11 +90,14 @@
 // and with appends, and return a Region that pins the segment file, so
 // retention or a cache eviction never closes a file under a reader.
 //
-//	Manager.mu  ->  Log.mu (RWMutex)  ->  segment.mu  ->  fileCache.mu
+//	Log.mu (RWMutex)  ->  segment.mu
+//	Log.mu (RWMutex)  ->  fileCache.mu
+//	Manager.mu            (never held together with any other lock)
 //
-// A goroutine holding a lock on the right never takes one on its left.
-// Manager.mu guards the partition maps only and is never held while a Log
-// does I/O. Log.mu guards the segment list, offsets, epoch cache, producer
+// A goroutine holding a lock on the right never takes one on its left;
+// segment.mu and fileCache.mu are never held together. Manager.mu guards the
+// partition maps only: Manager methods release it before they call into a
+// Log, and Log.Close unregisters itself after releasing Log.mu. Log.mu guards the segment list, offsets, epoch cache, producer
 // table and each segment's size; appends hold it for writing, reads hold it
 // for reading only while they pick a segment and its committed size, then
 // read without it (bytes below a committed size never change except by

@@ -283,8 +283,11 @@ func (l *Log) createFirstSegment(base int64) error {
 	l.cache.release(s.h)
 	l.segments = []*segment{s}
 	l.leo, l.logStart, l.hw = base, base, base
+	l.recovery = partitionCheckpoint{RecoveryOffset: base, RecoverySegment: base}
+	// No checkpoint yet: a log without one is recovered from its first
+	// segment, which is all it has until its first roll (which checkpoints).
 	l.dirDirty = true
-	return l.checkpointLocked()
+	return nil
 }
 
 // recoverLocked scans everything past the recovery point, cuts the first

@@ -210,7 +210,11 @@ func FuzzRecoverSegment(f *testing.F) {
 	f.Add(bad)
 	f.Add(segmentBytes(7, 2)) // wrong base offset for segment 0
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(fuzzRecoverBody)
+}
+
+func fuzzRecoverBody(t *testing.T, b []byte) {
+	{
 		if len(b) > 1<<20 {
 			return
 		}
@@ -249,7 +253,7 @@ func FuzzRecoverSegment(f *testing.F) {
 				mem.Crash() // unclean: the second open must recover to the same state
 			}
 		}
-	})
+	}
 }
 
 var _ = fmt.Sprint

@@ -229,36 +229,47 @@ func (s *segment) sealTimeIndexLocked() {
 }
 
 // persistIndexes writes the index entries not yet in the files, and syncs
-// them if sync is set.
+// them if sync is set. Log.mu is held for writing (so no entry changes
+// meanwhile); s.mu is held only to copy the entries, so readers looking up
+// the index are not blocked by the file I/O.
 func (s *segment) persistIndexes(fsys vfs.FS, sync bool) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.loaded {
+		s.mu.Unlock()
 		return nil // nothing changed since the files were written
 	}
 	s.sealTimeIndexLocked()
-	if s.rewrite {
-		s.indexWritten, s.timeWritten = 0, 0
+	rewrite := s.rewrite
+	iw, tw := s.indexWritten, s.timeWritten
+	if rewrite {
+		iw, tw = 0, 0
 	}
-	ib := make([]byte, 0, (len(s.index)-s.indexWritten)*indexEntrySize)
-	for _, e := range s.index[s.indexWritten:] {
+	if !rewrite && iw == len(s.index) && tw == len(s.timeIndex) {
+		s.mu.Unlock()
+		return nil
+	}
+	ib := make([]byte, 0, (len(s.index)-iw)*indexEntrySize)
+	for _, e := range s.index[iw:] {
 		ib = binary.BigEndian.AppendUint32(ib, e.rel)
 		ib = binary.BigEndian.AppendUint32(ib, e.pos)
 	}
-	if err := writeTail(fsys, s.indexPath(), ib, int64(s.indexWritten)*indexEntrySize, s.rewrite, sync); err != nil {
-		return fmt.Errorf("log: write offset index: %w", err)
-	}
-	s.indexWritten = len(s.index)
-	tb := make([]byte, 0, (len(s.timeIndex)-s.timeWritten)*timeEntrySize)
-	for _, e := range s.timeIndex[s.timeWritten:] {
+	tb := make([]byte, 0, (len(s.timeIndex)-tw)*timeEntrySize)
+	for _, e := range s.timeIndex[tw:] {
 		tb = binary.BigEndian.AppendUint64(tb, uint64(e.ts))
 		tb = binary.BigEndian.AppendUint32(tb, e.rel)
 	}
-	if err := writeTail(fsys, s.timeIndexPath(), tb, int64(s.timeWritten)*timeEntrySize, s.rewrite, sync); err != nil {
+	ni, nt := len(s.index), len(s.timeIndex)
+	s.mu.Unlock()
+
+	if err := writeTail(fsys, s.indexPath(), ib, int64(iw)*indexEntrySize, rewrite, sync); err != nil {
+		return fmt.Errorf("log: write offset index: %w", err)
+	}
+	if err := writeTail(fsys, s.timeIndexPath(), tb, int64(tw)*timeEntrySize, rewrite, sync); err != nil {
 		return fmt.Errorf("log: write time index: %w", err)
 	}
-	s.timeWritten = len(s.timeIndex)
-	s.rewrite = false
+	s.mu.Lock()
+	s.indexWritten, s.timeWritten, s.rewrite = ni, nt, false
+	s.mu.Unlock()
 	return nil
 }
 
