@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -19,6 +20,10 @@ import (
 const (
 	// frameQueue bounds the frames read ahead of the one being handled.
 	frameQueue = 8
+	// readAheadBytes bounds the bytes of frames read ahead: the reader does
+	// not start another frame while this much is queued, so a connection
+	// holds at most this plus one socket.request.max.bytes frame.
+	readAheadBytes = 16 << 20
 	// writeTimeout bounds one answer's write to a client that stopped reading.
 	writeTimeout = 2 * time.Minute
 )
@@ -36,6 +41,10 @@ type conn struct {
 	frames     chan frame    // reader -> processor
 	done       chan struct{} // closed when the processor stops
 	readerDone chan struct{}
+
+	queueMu   sync.Mutex // guards queued; queueCond waits on it
+	queued    int        // bytes of frames read but not yet handled
+	queueCond *sync.Cond
 }
 
 // frame is one request as read off the wire, without its size prefix.
@@ -46,10 +55,36 @@ type frame struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10),
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10),
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx, cancel: cancel,
 		frames: make(chan frame, frameQueue), done: make(chan struct{}), readerDone: make(chan struct{})}
+	c.queueCond = sync.NewCond(&c.queueMu)
+	return c
+}
+
+// waitForRoom blocks the reader while readAheadBytes are queued; false
+// means the processor has stopped.
+func (c *conn) waitForRoom() bool {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	for c.queued >= readAheadBytes {
+		select {
+		case <-c.done:
+			return false
+		default:
+		}
+		c.queueCond.Wait()
+	}
+	return true
+}
+
+// account adds n (negative: handled) to the queued bytes.
+func (c *conn) account(n int) {
+	c.queueMu.Lock()
+	c.queued += n
+	c.queueMu.Unlock()
+	c.queueCond.Broadcast()
 }
 
 // serve handles the connection's requests in order until the client leaves,
@@ -58,7 +93,9 @@ func (c *conn) serve() {
 	defer c.s.connDone(c)
 	go c.readLoop()
 	for f := range c.frames {
-		if err := c.handle(f); err != nil {
+		err := c.handle(f)
+		c.account(-len(f.buf))
+		if err != nil {
 			if errors.Is(err, ErrBadFrame) {
 				c.s.metrics.badFrames.Inc()
 				c.logger.Warn("closing connection", "err", err)
@@ -69,6 +106,7 @@ func (c *conn) serve() {
 		}
 	}
 	close(c.done)
+	c.account(0) // wake a reader waiting for room
 	c.cancel()
 	_ = c.nc.Close()
 	<-c.readerDone
@@ -85,6 +123,9 @@ func (c *conn) readLoop() {
 	var sizeBuf [4]byte
 	idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	for {
+		if !c.waitForRoom() {
+			return
+		}
 		// connections.max.idle.ms bounds the wait for the next request. Set
 		// before checking for Shutdown, which cancels first and then sets a
 		// past deadline (stopReading), so this cannot undo it.
@@ -116,6 +157,7 @@ func (c *conn) readLoop() {
 			c.cancel()
 			return
 		}
+		c.account(len(buf))
 		select {
 		case c.frames <- frame{buf: buf, arrived: time.Now()}:
 		case <-c.done:

@@ -23,7 +23,8 @@
 // closes that connection only; the handler never panics on client input.
 //
 // Concurrency: per connection one reader goroutine reads frames into a
-// bounded queue and one processing goroutine handles them strictly in order
+// bounded queue (8 frames, and no new frame while 16 MiB are queued) and one
+// processing goroutine handles them strictly in order
 // and writes the answers (so idempotent producers' pipelined batches are
 // appended in the order sent, and answers leave in request order). Shared
 // state: the topic registry (registry.mu, a RWMutex) and, per partition,
