@@ -177,3 +177,29 @@ func TestListOffsets(t *testing.T) {
 		t.Fatalf("max timestamp: %+v", p)
 	}
 }
+
+// TestListOffsetsInsideACompressedBatch: the answer by timestamp is the
+// exact record, not the start of its batch.
+func TestListOffsetsInsideACompressedBatch(t *testing.T) {
+	ts := startServer(t, "", nil)
+	cl := newClient(t, ts.addr, kgo.DefaultProduceTopic("inbatch"), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerLinger(50*time.Millisecond))
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var recs []*kgo.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, &kgo.Record{Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Offset != 0 || recs[9].Offset != 9 {
+		t.Fatalf("offsets %d..%d", recs[0].Offset, recs[9].Offset)
+	}
+	at, err := kadm.NewClient(cl).ListOffsetsAfterMilli(testCtx(t), base.Add(6500*time.Millisecond).UnixMilli(), "inbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := at.Lookup("inbatch", 0); o.Offset != 7 || o.Timestamp != base.Add(7*time.Second).UnixMilli() {
+		t.Fatalf("by time inside a batch: offset %d ts %d, want 7 at %d", o.Offset, o.Timestamp, base.Add(7*time.Second).UnixMilli())
+	}
+}

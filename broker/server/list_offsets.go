@@ -4,8 +4,9 @@ package server
 //
 // Timestamp -2 answers the log start offset, -1 the high watermark (equal to
 // the log end offset on a single node; also the last stable offset, as there
-// are no transactions), and t >= 0 the first offset whose batch has a max
-// timestamp >= t, through the time index (offset -1 when there is none).
+// are no transactions), and t >= 0 the offset and timestamp of the first
+// record with a timestamp >= t, found through the time index and then inside
+// its (decompressed) batch (offset -1 when there is none).
 // -3 (max timestamp, v7) deviates from Kafka: it answers the last batch's max
 // timestamp and last offset, which is the same as Kafka's answer when
 // timestamps do not go backwards. The leader epoch answered is 0 (single
