@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +22,9 @@ const (
 	codecGzip = 1
 	codecLZ4  = 3
 	codecZstd = 4
+
+	codecSnappy       = 2
+	codecSnappyXerial = 0x102 // snappy framed as the Java client does (attribute codec 2)
 )
 
 // testBatch describes a batch to encode.
@@ -79,6 +83,18 @@ func compressOnce(codec int16, raw []byte) []byte {
 		w, _ := zstd.NewWriter(&buf)
 		w.Write(raw)
 		w.Close()
+	case codecSnappy:
+		return snappy.Encode(nil, raw)
+	case codecSnappyXerial:
+		buf.Write(xerialMagic)
+		buf.Write([]byte{0, 0, 0, 1, 0, 0, 0, 1})
+		for len(raw) > 0 {
+			n := min(len(raw), 100)
+			block := snappy.Encode(nil, raw[:n])
+			buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(block))))
+			buf.Write(block)
+			raw = raw[n:]
+		}
 	default:
 		panic(fmt.Sprintf("codec %d", codec))
 	}
@@ -91,7 +107,7 @@ func (tb testBatch) encode() []byte {
 	for i, v := range tb.values {
 		raw = appendRecord(raw, i, v)
 	}
-	attrs := tb.codec
+	attrs := tb.codec & attrCompressionMask
 	if tb.control {
 		attrs |= attrControl
 	}

@@ -321,7 +321,7 @@ func TestDeleteRecordsAndTimestamps(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		mustAppend(t, l, simpleBatch(2, 80, int64(1000+10*i), byte(i)), 0) // max ts 1001+10i
 	}
-	for _, c := range []struct{ ts, off, max int64 }{{0, 0, 1001}, {1001, 0, 1001}, {1002, 2, 1011}, {1250, 50, 1251}, {1391, 78, 1391}} {
+	for _, c := range []struct{ ts, off, max int64 }{{0, 0, 1000}, {1001, 1, 1001}, {1002, 2, 1010}, {1250, 50, 1250}, {1391, 79, 1391}} {
 		off, ts, found, err := l.OffsetForTimestamp(c.ts)
 		if err != nil || !found || off != c.off || ts != c.max {
 			t.Fatalf("OffsetForTimestamp(%d) = %d %d %v %v, want %d %d", c.ts, off, ts, found, err, c.off, c.max)
@@ -524,5 +524,26 @@ func TestBoundedOpenFiles(t *testing.T) {
 	}
 	if _, reopens := m.cache.stats(); reopens == 0 {
 		t.Fatal("no file was ever closed and reopened")
+	}
+}
+
+// TestOffsetForTimestampRecords: the answer is the first record at or after
+// the timestamp, inside compressed batches too.
+func TestOffsetForTimestampRecords(t *testing.T) {
+	m := openManager(t, vfs.NewMem(), "/data", nil)
+	defer m.Close()
+	l := mustOpen(t, m, DefaultConfig())
+	for i, codec := range []int16{codecNone, codecGzip, codecSnappy, codecLZ4, codecZstd, codecSnappyXerial} {
+		vals := make([][]byte, 10)
+		for j := range vals {
+			vals[j] = bytes.Repeat([]byte{byte(j)}, 50)
+		}
+		mustAppend(t, l, testBatch{values: vals, codec: codec, producerID: -1, timestamp: int64(100 * i)}.encode(), 0)
+	}
+	for i := range 6 {
+		off, ts, found, err := l.OffsetForTimestamp(int64(100*i + 7))
+		if err != nil || !found || off != int64(10*i+7) || ts != int64(100*i+7) {
+			t.Errorf("batch %d: OffsetForTimestamp = %d %d %v %v, want %d %d", i, off, ts, found, err, 10*i+7, 100*i+7)
+		}
 	}
 }

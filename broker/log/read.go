@@ -224,9 +224,12 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 	return &fileRegion{f: f, pos: start, n: total}, true, nil
 }
 
-// OffsetForTimestamp returns the first batch whose max timestamp is >= ts:
-// its base offset (or the log start, if larger) and that max timestamp. It
-// answers at batch granularity and never decompresses.
+// OffsetForTimestamp returns the offset and timestamp of the first record
+// with a timestamp >= ts (at or after the log start), as Kafka's ListOffsets
+// does: it finds the first batch whose max timestamp is >= ts through the
+// time index, then walks that batch's records (decompressing it, bounded to
+// 64 MiB). A batch whose records cannot be read is answered with its base
+// offset and max timestamp; LogAppendTime batches with their first offset.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
 	l.mu.RLock()
 	if l.closed {
@@ -261,7 +264,12 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	pos, h, err := findBatch(r, s, from)
 	for err == nil && pos < end {
 		if h.MaxTimestamp >= ts && h.lastOffset() >= logStart {
-			return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
+			var whole []byte
+			if whole, err = r.at(pos, int(h.size())); err != nil {
+				break
+			}
+			off, rts := firstRecordAtOrAfter(whole, &h, ts, logStart)
+			return off, rts, true, nil
 		}
 		pos += h.size()
 		if pos < end {

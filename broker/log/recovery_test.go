@@ -156,7 +156,7 @@ func TestRecoveryCorruptIndex(t *testing.T) {
 }
 
 func FuzzValidateBatch(f *testing.F) {
-	for _, codec := range []int16{codecNone, codecGzip, codecLZ4, codecZstd} {
+	for _, codec := range []int16{codecNone, codecGzip, codecSnappy, codecLZ4, codecZstd, codecSnappyXerial} {
 		f.Add(testBatch{values: [][]byte{[]byte("k"), []byte("value")}, codec: codec, producerID: -1}.encode())
 	}
 	f.Add(testBatch{values: [][]byte{{1}}, producerID: 9, baseSequence: 3}.encode())
@@ -180,6 +180,7 @@ func FuzzValidateBatch(f *testing.F) {
 		pos := 0
 		for _, h := range hdrs {
 			one := in[pos : pos+int(h.size())]
+			firstRecordAtOrAfter(one, &h, 0, 0) // walks (and decompresses) records: no panic
 			setBaseOffset(one, 1234)
 			setLeaderEpoch(one, 7)
 			setLogAppendTime(one, 99)
@@ -289,4 +290,21 @@ func TestMissingIndexesRebuilt(t *testing.T) {
 	if ts := l2.segments[0].maxTimestamp(); ts < 1000 {
 		t.Fatalf("first segment max timestamp %d", ts)
 	}
+}
+
+// FuzzRecordsWalk feeds arbitrary (possibly compressed) record bytes to the
+// read path's record walker: no panic, bounded output.
+func FuzzRecordsWalk(f *testing.F) {
+	for _, codec := range []int16{codecNone, codecGzip, codecSnappy, codecLZ4, codecZstd, codecSnappyXerial} {
+		b := testBatch{values: [][]byte{[]byte("a"), []byte("bb")}, codec: codec, producerID: -1, timestamp: 10}.encode()
+		f.Add(uint8(codec&attrCompressionMask), b[batchHeaderSize:], int64(11))
+	}
+	f.Fuzz(func(t *testing.T, codec uint8, records []byte, ts int64) {
+		h := batchHeader{BaseOffset: 100, RecordCount: 3, LastOffsetDelta: 2, FirstTimestamp: 10, MaxTimestamp: 20, Attributes: int16(codec % 5)}
+		b := append(make([]byte, batchHeaderSize), records...)
+		off, rts := firstRecordAtOrAfter(b, &h, ts, 0)
+		if off < 100 || (rts != h.MaxTimestamp && rts < ts) {
+			t.Fatalf("answer %d %d for ts %d", off, rts, ts)
+		}
+	})
 }
