@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	hdfsclient "github.com/colinmarc/hdfs/v2"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -187,5 +188,32 @@ func mustNil(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHDFSEnvironment: HADOOP_USER_NAME names the owner of new files and
+// HADOOP_CONF_DIR supplies the NameNode of an hdfs:///path URI.
+func TestHDFSEnvironment(t *testing.T) {
+	addr := hdfs.Start(t)
+	conf := t.TempDir()
+	site := fmt.Sprintf(`<?xml version="1.0"?><configuration>
+<property><name>fs.defaultFS</name><value>hdfs://%s</value></property>
+</configuration>`, addr)
+	if err := os.WriteFile(conf+"/core-site.xml", []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HADOOP_CONF_DIR", conf)
+	t.Setenv("HADOOP_USER_NAME", "alice")
+	f, err := filesystem.Open("hdfs:///envtest")
+	mustNil(t, err)
+	defer f.Close()
+	mustNil(t, f.WriteExclusive("owned", []byte("x")))
+	h := f.(*filesystem.HDFS)
+	abs, err := h.Abs("owned")
+	mustNil(t, err)
+	st, err := h.Client().Stat(abs)
+	mustNil(t, err)
+	if owner := st.(*hdfsclient.FileInfo).Owner(); owner != "alice" {
+		t.Fatalf("owner %q, want alice", owner)
 	}
 }

@@ -64,6 +64,10 @@ func event(i int) map[string]any {
 		"opt":   opt,
 		"kind":  kind,
 		"raw":   []byte{byte(i)},
+		"items": []any{
+			map[string]any{"sku": fmt.Sprintf("sku-%d", i), "qty": map[string]any{"int": i}, "props": map[string]any{"color": []any{"red", "blue"}}},
+			map[string]any{"sku": "extra", "qty": nil, "props": map[string]any{}},
+		},
 	}
 }
 
@@ -139,6 +143,15 @@ func TestParquetReadByDuckDBAndPyarrow(t *testing.T) {
 				day != "2024-01-08" || tag != "7" || score == nil || *score != 3.5 || optx == nil || *optx != 7 || off != 1007 {
 				t.Fatalf("row 7 = %s %s %s %s %s %v %v %d", ts, price, uid, day, tag, score, optx, off)
 			}
+			var sku string
+			var nitems, qty int64
+			var color string
+			if err := db.QueryRow("SELECT len(items), items[1].sku, items[1].qty, items[1].props['color'][2] FROM "+from+" WHERE id = 7").Scan(&nitems, &sku, &qty, &color); err != nil {
+				t.Fatal(err)
+			}
+			if nitems != 2 || sku != "sku-7" || qty != 7 || color != "blue" {
+				t.Fatalf("nested row 7: %d %s %d %s", nitems, sku, qty, color)
+			}
 			var nulls int64
 			if err := db.QueryRow("SELECT count(*) FROM " + from + " WHERE score IS NULL").Scan(&nulls); err != nil {
 				t.Fatal(err)
@@ -183,6 +196,9 @@ func TestAvroReadByFastavro(t *testing.T) {
 			if r["ts"] != "2023-11-14T22:13:27+00:00" || r["price"] != "7.05" || r["uid"] != "00000000-0000-4000-8000-000000000007" ||
 				r["day"] != "2024-01-08" || r["score"] != 3.5 || r["_offset"] != float64(1007) || r["_topic"] != "events" {
 				t.Fatalf("fastavro row 7: %v", r)
+			}
+			if items, _ := r["items"].([]any); len(items) != 2 || fmt.Sprint(items[0]) != "map[props:map[color:[red blue]] qty:7 sku:sku-7]" {
+				t.Fatalf("fastavro nested items: %v", r["items"])
 			}
 			if r := py.Records[6]; r["score"] != nil || r["opt"] != nil {
 				t.Fatalf("fastavro row 6 nulls: %v", r)
@@ -293,5 +309,16 @@ func TestOptionsValidate(t *testing.T) {
 		if o.Extension() != ext {
 			t.Errorf("%v ext %s", o, o.Extension())
 		}
+	}
+}
+
+func TestTimestampMicrosMetadata(t *testing.T) {
+	p := writeFile(t, format.Options{Kind: format.Parquet, MetadataColumns: true, TimestampMicros: true}, 10)
+	py := readPython(t, "parquet", p)
+	if py.Types["_timestamp"] != "timestamp[us, tz=UTC]" {
+		t.Fatalf("_timestamp %s", py.Types["_timestamp"])
+	}
+	if !strings.Contains(py.Logical["_timestamp"], "isAdjustedToUTC=true, timeUnit=microseconds") {
+		t.Fatalf("_timestamp logical %s", py.Logical["_timestamp"])
 	}
 }
