@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"hash/crc32"
 	"io"
 	"net"
@@ -545,5 +546,87 @@ func TestOffsetForTimestampRecords(t *testing.T) {
 		if err != nil || !found || off != int64(10*i+7) || ts != int64(100*i+7) {
 			t.Errorf("batch %d: OffsetForTimestamp = %d %d %v %v, want %d %d", i, off, ts, found, err, 10*i+7, 100*i+7)
 		}
+	}
+}
+
+func TestManagerPartitionsAndDelete(t *testing.T) {
+	mem := vfs.NewMem()
+	m := openManager(t, mem, "/data", nil)
+	tps := []TopicPartition{{"my-topic", 0}, {"my-topic", 12}, {"a.b_c", 3}}
+	for _, tp := range tps {
+		l, err := m.Open(tp, DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, simpleBatch(1, 10, 1, 'x'), 0)
+		l.SetHighWatermark(1)
+	}
+	if _, err := m.Open(TopicPartition{"bad/name", 0}, DefaultConfig()); err == nil {
+		t.Fatal("a topic name with a slash was accepted")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := openManager(t, mem, "/data", nil)
+	defer m2.Close()
+	got := m2.Partitions()
+	if len(got) != 3 || got[0] != tps[2] || got[1] != tps[0] || got[2] != tps[1] {
+		t.Fatalf("partitions after reopen: %v", got)
+	}
+	l, err := m2.Open(tps[1], DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.HighWatermark() != 1 || l.LogEndOffset() != 1 {
+		t.Fatalf("HW %d LEO %d after reopen", l.HighWatermark(), l.LogEndOffset())
+	}
+	if err := m2.Delete(tps[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(simpleBatch(1, 10, 1, 'x'), AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append to a deleted log: %v", err)
+	}
+	if _, _, err := mem.Stat("/data/my-topic-12"); !vfs.IsNotExist(err) {
+		t.Fatalf("partition directory still there: %v", err)
+	}
+	if len(m2.Partitions()) != 2 {
+		t.Fatalf("partitions after delete: %v", m2.Partitions())
+	}
+	l2, err := m2.Open(tps[1], DefaultConfig())
+	if err != nil || l2.LogEndOffset() != 0 {
+		t.Fatalf("recreated partition: %v", err)
+	}
+	// Concurrent opens of one partition return the same log.
+	var wg sync.WaitGroup
+	logs := make([]*Log, 8)
+	for i := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logs[i], _ = m2.Open(TopicPartition{"concurrent", 0}, DefaultConfig())
+		}()
+	}
+	wg.Wait()
+	for _, l := range logs {
+		if l == nil || l != logs[0] {
+			t.Fatal("concurrent Open returned different logs")
+		}
+	}
+}
+
+func TestPrometheusCollector(t *testing.T) {
+	m := openManager(t, vfs.NewMem(), "/data", nil)
+	defer m.Close()
+	mustAppend(t, mustOpen(t, m, DefaultConfig()), simpleBatch(1, 1, 1, 'a'), 0)
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) != len(metricHelp) {
+		t.Fatalf("%d metric families, want %d", len(mfs), len(metricHelp))
 	}
 }

@@ -31,10 +31,11 @@ type Manager struct {
 	metrics *Metrics
 	clean   bool // the directory was shut down cleanly last time
 
-	mu     sync.Mutex
-	known  map[TopicPartition]bool // found on disk or created
-	logs   map[TopicPartition]*Log
-	closed bool
+	mu      sync.Mutex
+	known   map[TopicPartition]bool // found on disk or created
+	logs    map[TopicPartition]*Log
+	opening map[TopicPartition]chan struct{} // partitions being opened, closed when done
+	closed  bool
 }
 
 // OpenManager opens (creating if needed) a data directory. It finds the
@@ -56,7 +57,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &Metrics{},
-		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{},
+		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
 	}
 	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
 		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
@@ -136,7 +137,8 @@ func (m *Manager) Partitions() []TopicPartition {
 }
 
 // Open returns the log of tp, opening (and recovering) or creating it. If it
-// is already open, the open log is returned and cfg is ignored.
+// is already open, the open log is returned and cfg is ignored. Opening one
+// partition does not block Get or Open of others.
 func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\\x00") || tp.Topic == "." || tp.Topic == ".." {
 		return nil, fmt.Errorf("log: invalid partition %q/%d", tp.Topic, tp.Partition)
@@ -145,16 +147,48 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if l, ok := m.logs[tp]; ok {
+			m.mu.Unlock()
+			return l, nil
+		}
+		if wait, busy := m.opening[tp]; busy {
+			m.mu.Unlock()
+			<-wait // another goroutine is opening tp: use its result
+			continue
+		}
+		done := make(chan struct{})
+		m.opening[tp] = done
+		known := m.known[tp]
+		m.mu.Unlock()
+
+		l, err := m.openLocked(tp, cfg, known)
+		m.mu.Lock()
+		delete(m.opening, tp)
+		closed := m.closed
+		if err == nil && !closed {
+			m.known[tp] = true
+			m.logs[tp] = l
+		}
+		m.mu.Unlock()
+		close(done)
+		if err == nil && closed { // Close ran meanwhile
+			l.closeLocked()
+			return nil, ErrClosed
+		}
+		return l, err
 	}
-	if l, ok := m.logs[tp]; ok {
-		return l, nil
-	}
+}
+
+// openLocked opens tp's log; the caller holds tp's slot in m.opening.
+func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, error) {
 	dir := path.Join(m.opts.Dir, tp.dirName())
-	if !m.known[tp] {
+	if !known {
 		if err := m.opts.FS.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("log: create %s: %w", dir, err)
 		}
@@ -169,8 +203,6 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", tp, err)
 	}
-	m.known[tp] = true
-	m.logs[tp] = l
 	return l, nil
 }
 
@@ -215,7 +247,17 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	dir := path.Join(m.opts.Dir, tp.dirName())
-	if err := m.opts.FS.RemoveAll(dir); err != nil {
+	trash := dir + deleteSuffix
+	if err := m.opts.FS.RemoveAll(trash); err != nil {
+		return fmt.Errorf("log: delete %s: %w", tp, err)
+	}
+	if err := m.opts.FS.Rename(dir, trash); err != nil && !isNotExist(err) {
+		return fmt.Errorf("log: delete %s: %w", tp, err)
+	}
+	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
+		return fmt.Errorf("log: delete %s: %w", tp, err)
+	}
+	if err := m.opts.FS.RemoveAll(trash); err != nil {
 		return fmt.Errorf("log: delete %s: %w", tp, err)
 	}
 	return m.opts.FS.SyncDir(m.opts.Dir)

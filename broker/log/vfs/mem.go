@@ -155,7 +155,8 @@ func (m *Mem) RemoveAll(name string) error {
 	return nil
 }
 
-// Rename renames a file (not a directory) atomically.
+// Rename renames a file or a directory atomically (a directory only to a
+// name that does not exist).
 func (m *Mem) Rename(oldname, newname string) error {
 	op, np := clean(oldname), clean(newname)
 	m.mu.Lock()
@@ -164,11 +165,23 @@ func (m *Mem) Rename(oldname, newname string) error {
 	if !ok {
 		return &fs.PathError{Op: "rename", Path: op, Err: fs.ErrNotExist}
 	}
-	if n.isDir {
-		return &fs.PathError{Op: "rename", Path: op, Err: errors.New("mem: renaming directories is not supported")}
-	}
 	if err := m.parentExists(np); err != nil {
 		return err
+	}
+	if n.isDir {
+		if _, exists := m.live[np]; exists {
+			return &fs.PathError{Op: "rename", Path: np, Err: fs.ErrExist}
+		}
+		// The tree moves with the directory; what was durable inside it
+		// stays durable (the directory entry itself needs SyncDir of the parent).
+		for _, ns := range []map[string]*memNode{m.live, m.durable} {
+			for q, c := range ns {
+				if strings.HasPrefix(q, op+"/") {
+					delete(ns, q)
+					ns[np+q[len(op):]] = c
+				}
+			}
+		}
 	}
 	delete(m.live, op)
 	m.live[np] = n

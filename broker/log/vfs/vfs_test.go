@@ -106,6 +106,22 @@ func TestFSContract(t *testing.T) {
 	}
 }
 
+func TestMemRenameDir(t *testing.T) {
+	m := vfs.NewMem()
+	m.MkdirAll("/a/b")
+	f, _ := m.Create("/a/b/f")
+	f.WriteAt([]byte("x"), 0)
+	if err := m.Rename("/a", "/z"); err != nil {
+		t.Fatal(err)
+	}
+	if size, _, err := m.Stat("/z/b/f"); err != nil || size != 1 {
+		t.Fatalf("moved file: %d %v", size, err)
+	}
+	if _, _, err := m.Stat("/a/b"); !vfs.IsNotExist(err) {
+		t.Fatal("old tree still there")
+	}
+}
+
 func TestMemCrash(t *testing.T) {
 	m := vfs.NewMem()
 	m.MkdirAll("/d")
