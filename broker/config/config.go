@@ -47,6 +47,7 @@ type Broker struct {
 	DeleteTopicEnable           bool   // delete.topic.enable
 	SocketRequestMaxBytes       int32  // socket.request.max.bytes
 	ConnectionsMaxIdleMs        int64  // connections.max.idle.ms
+	FetchSessionSlots           int64  // max.incremental.fetch.session.cache.slots
 	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
 	ClusterID                   string // cluster.id
 	TopicDefaults               Topic  // the log.* properties, as topic configs
@@ -79,6 +80,7 @@ func Default() Broker {
 		DeleteTopicEnable:           true,
 		SocketRequestMaxBytes:       104857600,
 		ConnectionsMaxIdleMs:        600000,
+		FetchSessionSlots:           1000,
 		LogRetentionCheckIntervalMs: 300000,
 		ClusterID:                   "sluice-cluster",
 		TopicDefaults: Topic{
@@ -227,6 +229,7 @@ var brokerProps = []brokerProp{
 		},
 		get: func(b *Broker) string { return strconv.Itoa(int(b.SocketRequestMaxBytes)) }},
 	int64Prop("connections.max.idle.ms", "close a connection that sent no request for this long", func(b *Broker) *int64 { return &b.ConnectionsMaxIdleMs }, 1),
+	int64Prop("max.incremental.fetch.session.cache.slots", "incremental fetch sessions kept (0 disables them)", func(b *Broker) *int64 { return &b.FetchSessionSlots }, 0),
 	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
 	{name: "cluster.id", doc: "cluster id reported in Metadata",
 		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },
@@ -369,7 +372,7 @@ const (
 // kafkaTypes gives each property's Kafka type; unlisted ones are LONG, or
 // BOOLEAN / STRING by their parser.
 var kafkaTypes = map[string]int8{
-	"node.id": typeInt, "num.partitions": typeInt, "default.replication.factor": typeShort,
+	"node.id": typeInt, "max.incremental.fetch.session.cache.slots": typeInt, "num.partitions": typeInt, "default.replication.factor": typeShort,
 	"socket.request.max.bytes": typeInt, "log.segment.bytes": typeInt, "log.index.size.max.bytes": typeInt,
 	"log.index.interval.bytes": typeInt, "message.max.bytes": typeInt, "log.retention.minutes": typeInt,
 	"log.retention.hours": typeInt, "log.roll.hours": typeInt, "listeners": typeString,

@@ -15,11 +15,14 @@ package server
 // around the records fields, and each record range goes out with
 // Region.WriteTo, i.e. sendfile(2) from the segment file to the socket.
 //
-// Deviations from Kafka: incremental fetch sessions (KIP-227) are not
-// offered (SessionID 0 in every answer, so clients send full fetches; a
-// request naming a session gets FETCH_SESSION_ID_NOT_FOUND); IsolationLevel
-// is ignored (no transactions: nothing is aborted); RackID / preferred read
-// replica do not apply (always -1); ForgottenTopics are ignored.
+// Incremental fetch sessions (KIP-227, v7+) are served: see
+// fetch_session.go; max.incremental.fetch.session.cache.slots = 0 turns them
+// off (every answer then carries SessionID 0 and clients send full fetches).
+//
+// Deviations from Kafka: IsolationLevel is ignored (no transactions: nothing
+// is aborted); RackID / preferred read replica do not apply (always -1);
+// partitions that returned data are not rotated to the end of a session's
+// order.
 
 import (
 	"context"
@@ -50,26 +53,65 @@ type fetchTopic struct {
 	parts []fetchPartition
 }
 
+// fetchTarget is one partition a Fetch reads, from the request or from the
+// session.
+type fetchTarget struct {
+	topicName   string
+	t           *topic // nil: unknown topic
+	partition   int32
+	fetchOffset int64
+	maxBytes    int32
+	leaderEpoch int32
+	cached      *sessionPart // nil without a session
+}
+
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.Version >= 7 && req.SessionID != 0 {
-		return &fetchReply{version: req.Version, errorCode: kerr.FetchSessionIDNotFound.Code}, nil
-	}
-	// Resolve the requested partitions once.
-	type want struct {
-		t  *topic
-		rp *kmsg.FetchRequestTopicPartition
-	}
-	var wants [][]want
-	for ti := range req.Topics {
-		rt := &req.Topics[ti]
-		t, _ := s.topics.get(rt.Topic)
-		ws := make([]want, len(rt.Partitions))
-		for pi := range rt.Partitions {
-			ws[pi] = want{t: t, rp: &rt.Partitions[pi]}
+	var (
+		sess        *fetchSession
+		incremental bool
+	)
+	if req.Version >= 7 {
+		switch {
+		case req.SessionEpoch == -1: // sessionless full fetch; closes a named session
+			if req.SessionID != 0 {
+				s.sessions.remove(req.SessionID)
+			}
+		case req.SessionEpoch == 0: // full fetch creating a session
+			if req.SessionID != 0 {
+				s.sessions.remove(req.SessionID)
+			}
+			sess = s.sessions.create(time.Now())
+		default: // incremental
+			sess = s.sessions.get(req.SessionID)
+			if sess == nil {
+				return &fetchReply{version: req.Version, errorCode: kerr.FetchSessionIDNotFound.Code}, nil
+			}
+			incremental = true
 		}
-		wants = append(wants, ws)
 	}
+	if sess != nil {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		sess.lastUsed.Store(time.Now().UnixNano())
+		if incremental && sess.epoch != req.SessionEpoch {
+			return &fetchReply{version: req.Version, errorCode: kerr.InvalidFetchSessionEpoch.Code, sessionID: sess.id}, nil
+		}
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				sess.upsert(sessionKey{rt.Topic, rp.Partition}, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch)
+			}
+		}
+		if incremental {
+			for _, ft := range req.ForgottenTopics {
+				for _, p := range ft.Partitions {
+					sess.forget(sessionKey{ft.Topic, p})
+				}
+			}
+		}
+		sess.epoch = nextEpoch(req.SessionEpoch)
+	}
+	targets := fetchTargets(s, req, sess, incremental)
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.Now().Add(maxWait)
 	var timer *time.Timer
@@ -79,60 +121,12 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		}
 	}()
 	for {
-		var changed []<-chan struct{}
-		total, anyErr := int64(0), false
-		rep := &fetchReply{version: req.Version}
-		for ti, ws := range wants {
-			ft := fetchTopic{name: req.Topics[ti].Topic}
-			for _, w := range ws {
-				fp := fetchPartition{partition: w.rp.Partition, hw: -1, logStart: -1, lastStable: -1,
-					preferredRead: -1, fetchOffset: w.rp.FetchOffset, topicName: ft.name}
-				switch {
-				case w.t == nil || w.rp.Partition < 0 || int(w.rp.Partition) >= len(w.t.parts):
-					fp.code = kerr.UnknownTopicOrPartition.Code
-				case w.rp.CurrentLeaderEpoch > 0:
-					fp.code = kerr.UnknownLeaderEpoch.Code
-				default:
-					l := w.t.parts[w.rp.Partition].log
-					changed = append(changed, l.Changed())
-					fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
-					fp.lastStable = fp.hw
-					remaining := int64(req.MaxBytes) - total
-					if req.Version < 3 || req.MaxBytes <= 0 {
-						remaining = 1 << 62
-					}
-					if total > 0 && remaining <= 0 {
-						break // response full; report offsets only
-					}
-					limit := int64(w.rp.PartitionMaxBytes)
-					limit = min(limit, remaining)
-					if limit < 1 {
-						limit = 1
-					}
-					reg, err := l.Read(w.rp.FetchOffset, int(min(limit, 1<<31-1)), fp.hw)
-					if err != nil {
-						fp.code = readErrorCode(err)
-						if fp.code == kerr.KafkaStorageError.Code {
-							rc.logger.Error("read", "topic", ft.name, "partition", fp.partition, "offset", w.rp.FetchOffset, "err", err)
-						}
-						break
-					}
-					n := reg.Len()
-					if n == 0 || (total > 0 && n > limit) {
-						_ = reg.Close()
-						break
-					}
-					fp.region = reg
-					total += n
-				}
-				if fp.code != 0 {
-					anyErr = true
-				}
-				ft.parts = append(ft.parts, fp)
-			}
-			rep.topics = append(rep.topics, ft)
-		}
+		rep, changed, total, anyErr := readTargets(rc, req, targets)
 		if anyErr || maxWait <= 0 || total >= int64(req.MinBytes) || !time.Now().Before(deadline) || rc.ctx.Err() != nil {
+			if sess != nil {
+				rep.sessionID = sess.id
+				rep.filterSession(targets, incremental)
+			}
 			return rep, nil
 		}
 		rep.release()
@@ -145,6 +139,130 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		waitAny(rc.ctx, changed, timer.C)
 		s.longPolls.Add(-1)
 	}
+}
+
+// fetchTargets lists the partitions to read: the request's (full fetch) or
+// the session's (incremental), resolved against the registry once.
+func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, incremental bool) []fetchTarget {
+	var out []fetchTarget
+	resolved := map[string]*topic{}
+	resolve := func(name string) *topic {
+		t, ok := resolved[name]
+		if !ok {
+			t, _ = s.topics.get(name)
+			resolved[name] = t
+		}
+		return t
+	}
+	if incremental {
+		for _, p := range sess.order {
+			out = append(out, fetchTarget{topicName: p.key.topic, t: resolve(p.key.topic), partition: p.key.partition,
+				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p})
+		}
+		return out
+	}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			ft := fetchTarget{topicName: rt.Topic, t: resolve(rt.Topic), partition: rp.Partition,
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch}
+			if sess != nil {
+				ft.cached = sess.parts[sessionKey{rt.Topic, rp.Partition}]
+			}
+			out = append(out, ft)
+		}
+	}
+	return out
+}
+
+// readTargets reads every target once. It returns the answer (holding the
+// regions read), the partitions' change channels to wait on, the record
+// bytes found and whether some partition has an error.
+func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarget) (*fetchReply, []<-chan struct{}, int64, bool) {
+	var changed []<-chan struct{}
+	total, anyErr := int64(0), false
+	rep := &fetchReply{version: req.Version}
+	for _, w := range targets {
+		fp := fetchPartition{partition: w.partition, hw: -1, logStart: -1, lastStable: -1,
+			preferredRead: -1, fetchOffset: w.fetchOffset, topicName: w.topicName}
+		switch {
+		case w.t == nil || w.partition < 0 || int(w.partition) >= len(w.t.parts):
+			fp.code = kerr.UnknownTopicOrPartition.Code
+		case w.leaderEpoch > 0:
+			fp.code = kerr.UnknownLeaderEpoch.Code
+		default:
+			l := w.t.parts[w.partition].log
+			changed = append(changed, l.Changed())
+			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
+			fp.lastStable = fp.hw
+			remaining := int64(req.MaxBytes) - total
+			if req.MaxBytes <= 0 {
+				remaining = 1 << 62
+			}
+			if total > 0 && remaining <= 0 {
+				break // answer full; report offsets only
+			}
+			limit := max(min(int64(w.maxBytes), remaining), 1)
+			reg, err := l.Read(w.fetchOffset, int(min(limit, 1<<31-1)), fp.hw)
+			if err != nil {
+				fp.code = readErrorCode(err)
+				if fp.code == kerr.KafkaStorageError.Code {
+					rc.logger.Error("read", "topic", w.topicName, "partition", w.partition, "offset", w.fetchOffset, "err", err)
+				}
+				break
+			}
+			n := reg.Len()
+			if n == 0 || (total > 0 && n > limit) {
+				_ = reg.Close()
+				break
+			}
+			fp.region = reg
+			total += n
+		}
+		if fp.code != 0 {
+			anyErr = true
+		}
+		if k := len(rep.topics); k == 0 || rep.topics[k-1].name != w.topicName {
+			rep.topics = append(rep.topics, fetchTopic{name: w.topicName})
+		}
+		last := &rep.topics[len(rep.topics)-1]
+		last.parts = append(last.parts, fp)
+	}
+	return rep, changed, total, anyErr
+}
+
+// filterSession records in the session what this answer tells the client
+// and, for an incremental fetch, drops the partitions with nothing new.
+// targets and the answer's partitions are in the same order.
+func (r *fetchReply) filterSession(targets []fetchTarget, incremental bool) {
+	i := 0
+	var topics []fetchTopic
+	for _, ft := range r.topics {
+		kept := ft.parts[:0]
+		for _, fp := range ft.parts {
+			w := targets[i]
+			i++
+			var records int64
+			if fp.region != nil {
+				records = fp.region.Len()
+			}
+			must := true
+			if w.cached != nil {
+				must = w.cached.mustRespond(fp.code, fp.hw, fp.logStart, records)
+			}
+			if incremental && !must {
+				if fp.region != nil {
+					_ = fp.region.Close()
+				}
+				continue
+			}
+			kept = append(kept, fp)
+		}
+		if len(kept) > 0 {
+			ft.parts = kept
+			topics = append(topics, ft)
+		}
+	}
+	r.topics = topics
 }
 
 // waitAny blocks until one of chans is closed, timeout fires or ctx ends.

@@ -22,6 +22,7 @@ const zeroCopyMin = 16 << 10
 type fetchReply struct {
 	version   int16
 	errorCode int16
+	sessionID int32
 	topics    []fetchTopic
 }
 
@@ -50,7 +51,7 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 	buf = kbin.AppendInt32(buf, 0) // throttle
 	if r.version >= 7 {
 		buf = kbin.AppendInt16(buf, r.errorCode)
-		buf = kbin.AppendInt32(buf, 0) // session id: sessions are not offered
+		buf = kbin.AppendInt32(buf, r.sessionID)
 	}
 	buf = appendArrayLen(buf, len(r.topics), flex)
 	for ti := range r.topics {

@@ -35,13 +35,14 @@ type Options struct {
 
 // Server is a single-node Kafka-protocol broker.
 type Server struct {
-	opts    Options
-	cfg     config.Broker
-	logger  *slog.Logger
-	mgr     *plog.Manager
-	topics  *registry
-	pids    *producerIDs
-	metrics *metrics
+	opts     Options
+	cfg      config.Broker
+	logger   *slog.Logger
+	mgr      *plog.Manager
+	topics   *registry
+	pids     *producerIDs
+	metrics  *metrics
+	sessions *fetchSessions // incremental fetch sessions
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -114,7 +115,8 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)),
+		ctx:      ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
 	s.retentionWG.Add(1)
 	go s.retentionLoop()
 	return s, nil
