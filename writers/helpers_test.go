@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,13 +36,13 @@ func pageViewSchema(tb testing.TB) avro.Schema {
 	return s
 }
 
-func loadPageViewSchema() (avro.Schema, error) {
+var loadPageViewSchema = sync.OnceValues(func() (avro.Schema, error) {
 	root, err := hdfs.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	return avro.ParseFiles(filepath.Join(root, "testdata", "writers", "pageview.avsc"))
-}
+})
 
 var t0 = time.Date(2024, 5, 1, 12, 30, 0, 0, time.UTC)
 

@@ -27,6 +27,13 @@ func implementations(t *testing.T) map[string]func(t *testing.T) filesystem.FS {
 			}
 			return l
 		},
+		"local-nosync": func(t *testing.T) filesystem.FS {
+			l, err := filesystem.NewLocalNoSync(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
 		"faulty-local": func(t *testing.T) filesystem.FS {
 			l, err := filesystem.NewLocal(t.TempDir())
 			if err != nil {

@@ -13,7 +13,19 @@ import (
 
 // Local is an FS over a directory of the local file system.
 type Local struct {
-	root string
+	root   string
+	noSync bool
+}
+
+// NewLocalNoSync is NewLocal without fsync: every guarantee holds except
+// durability across a machine crash. For tests and scratch output only.
+func NewLocalNoSync(dir string) (*Local, error) {
+	l, err := NewLocal(dir)
+	if err != nil {
+		return nil, err
+	}
+	l.noSync = true
+	return l, nil
 }
 
 var tmpSeq atomic.Uint64
@@ -57,16 +69,20 @@ func (l *Local) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &localFile{f: f}, nil
+	return &localFile{f: f, noSync: l.noSync}, nil
 }
 
 type localFile struct {
-	f *os.File
+	f      *os.File
+	noSync bool
 }
 
 func (lf *localFile) Write(b []byte) (int, error) { return lf.f.Write(b) }
 
 func (lf *localFile) Close() error {
+	if lf.noSync {
+		return lf.f.Close()
+	}
 	serr := lf.f.Sync()
 	cerr := lf.f.Close()
 	if serr != nil {
@@ -76,6 +92,13 @@ func (lf *localFile) Close() error {
 		return cerr
 	}
 	return syncDir(filepath.Dir(lf.f.Name()))
+}
+
+func (l *Local) syncDir(dir string) error {
+	if l.noSync {
+		return nil
+	}
+	return syncDir(dir)
 }
 
 func syncDir(dir string) error {
@@ -104,7 +127,10 @@ func (l *Local) WriteExclusive(name string, data []byte) error {
 		return err
 	}
 	_, werr := f.Write(data)
-	serr := f.Sync()
+	var serr error
+	if !l.noSync {
+		serr = f.Sync()
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(tmp)
@@ -118,7 +144,7 @@ func (l *Local) WriteExclusive(name string, data []byte) error {
 		}
 		return lerr
 	}
-	return syncDir(filepath.Dir(p))
+	return l.syncDir(filepath.Dir(p))
 }
 
 // Open implements FS.
@@ -152,7 +178,7 @@ func (l *Local) Rename(oldname, newname string) error {
 		if err := os.Rename(op, np); err != nil {
 			return err
 		}
-		return syncDir(filepath.Dir(np))
+		return l.syncDir(filepath.Dir(np))
 	}
 	if err := os.Link(op, np); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -160,13 +186,13 @@ func (l *Local) Rename(oldname, newname string) error {
 		}
 		return err
 	}
-	if err := syncDir(filepath.Dir(np)); err != nil {
+	if err := l.syncDir(filepath.Dir(np)); err != nil {
 		return err
 	}
 	if err := os.Remove(op); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(op))
+	return l.syncDir(filepath.Dir(op))
 }
 
 // Remove implements FS.
