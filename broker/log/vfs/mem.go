@@ -26,10 +26,11 @@ type Mem struct {
 }
 
 type memNode struct {
-	mu     sync.RWMutex
-	isDir  bool
-	data   []byte
-	synced []byte
+	mu        sync.RWMutex
+	isDir     bool
+	data      []byte
+	synced    []byte
+	dirtyFrom int64 // data[dirtyFrom:] may differ from synced; Sync copies only that
 }
 
 // NewMem returns an empty in-memory file system.
@@ -62,6 +63,7 @@ func (m *Mem) Crash() {
 		}
 		n.mu.Lock()
 		n.data = append([]byte(nil), n.synced...)
+		n.dirtyFrom = int64(len(n.data))
 		n.mu.Unlock()
 		live[p] = n
 	}
@@ -337,6 +339,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	copy(f.n.data[off:], p)
+	f.n.dirtyFrom = min(f.n.dirtyFrom, off)
 	return len(p), nil
 }
 
@@ -354,7 +357,9 @@ func (f *memFile) Sync() error {
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
-	f.n.synced = append(f.n.synced[:0], f.n.data...)
+	keep := min(f.n.dirtyFrom, int64(len(f.n.synced)), int64(len(f.n.data)))
+	f.n.synced = append(f.n.synced[:keep], f.n.data[keep:]...)
+	f.n.dirtyFrom = int64(len(f.n.data))
 	return nil
 }
 
@@ -367,6 +372,7 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	f.n.mu.Lock()
 	defer f.n.mu.Unlock()
+	f.n.dirtyFrom = min(f.n.dirtyFrom, size)
 	if size <= int64(len(f.n.data)) {
 		f.n.data = f.n.data[:size]
 		return nil
