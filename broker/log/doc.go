@@ -112,6 +112,21 @@
 // they are loaded or written. 10,000 partitions need one cached descriptor
 // each at most, or fewer with a lower bound.
 //
+// # Limits
+//
+//   - cleanup.policy=compact is not implemented here; recovery requires
+//     contiguous offsets, which compaction will relax.
+//   - Transactional batches and control batches from clients are rejected
+//     (ErrInvalidRecord); followers may append control batches.
+//   - Idempotent producers never expire (Kafka: producer.id.expiration.ms).
+//   - A segment file closed by the file cache while it has unsynced data is
+//     synced later through a new descriptor; Linux reports a writeback error
+//     that happened in between only to descriptors open at the time, so such
+//     an error can go unnoticed. Use flush.messages / flush.ms (or a cache as
+//     large as the number of active partitions) where that matters.
+//   - OffsetForTimestamp decompresses at most 64 MiB of one batch; beyond that
+//     it answers with the batch's base offset.
+//
 // # Usage
 //
 //	m, err := log.OpenManager(log.ManagerOptions{FS: vfs.OS, Dir: "/var/lib/sluice"})

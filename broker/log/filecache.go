@@ -4,12 +4,13 @@ import (
 	"container/list"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/sluicehq/sluice/broker/log/vfs"
 )
 
 // defaultMaxOpenFiles bounds the segment file handles a Manager keeps open
-// when ManagerOptions.MaxOpenFiles is 0.
+// when ManagerOptions.MaxOpenFiles is 0 (or half of RLIMIT_NOFILE, if lower).
 const defaultMaxOpenFiles = 1024
 
 // fileCache keeps a bounded number of segment files open. A handle in use
@@ -41,8 +42,20 @@ type handle struct {
 func newFileCache(fsys vfs.FS, max int) *fileCache {
 	if max <= 0 {
 		max = defaultMaxOpenFiles
+		// Leave at least half of the process's descriptors to sockets and the rest.
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur/2 < uint64(max) {
+			max = int(max64(lim.Cur/2, 16))
+		}
 	}
 	return &fileCache{fs: fsys, max: max}
+}
+
+func max64(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // acquire pins h's file, opening it if it is not open.
