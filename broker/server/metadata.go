@@ -74,7 +74,7 @@ func metadataTopic(s *Server, t *topic, name string, code int16) kmsg.MetadataRe
 		return mt
 	}
 	mt.TopicID = t.id
-	mt.IsInternal = len(t.name) > 2 && t.name[:2] == "__"
+	mt.IsInternal = t.name == "__consumer_offsets" || t.name == "__transaction_state"
 	for _, p := range t.parts {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.tp.Partition
