@@ -32,15 +32,20 @@
 //     or partial while (or if) its writer is still writing, so callers protect
 //     the content with a checksum (the commit manifest does).
 //   - Rename never replaces: it fails with ErrExist when the destination
-//     exists. Locally it is atomic (link + unlink, or renameat2 NOREPLACE
-//     semantics). On HDFS, whose rename overwrites, it is check-then-rename:
-//     exclusive only when, as in the commit protocol, no one else can create
-//     the destination. It creates no parent directories.
+//     exists. Locally a file moves by link (atomic, fails if the destination
+//     exists) then unlink, with the directories fsynced; a crash in between
+//     leaves both names, which the commit protocol's roll-forward handles.
+//     Directories move by a checked rename. On HDFS, whose rename
+//     overwrites, it is check-then-rename: exclusive only when, as in the
+//     commit protocol, no one else can create the destination. It creates
+//     no parent directories.
 //   - Remove deletes a file or an empty directory; RemoveAll a tree. Both
 //     treat a missing path as success.
 //   - MkdirAll creates a directory and its parents; an existing one is fine.
 //   - List returns the entries of one directory sorted by name; Stat one path.
 //     A missing path gives an error wrapping ErrNotExist.
+//
+// NewLocalNoSync gives a local FS without fsync, for tests and scratch output.
 //
 // Errors are wrapped with the operation and path and classified with
 // errors.Is(err, ErrExist / ErrNotExist / ErrInjected).
