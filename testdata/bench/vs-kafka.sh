@@ -12,7 +12,7 @@
 #   testdata/bench/vs-kafka.sh                # ~10 minutes on 2 cores
 #   RECORDS_100=500000 RECORDS_1K=100000 testdata/bench/vs-kafka.sh   # quicker
 # Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
-# FIXED_RECORDS, KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
+# FIXED_RECORDS, REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
 # KEEP=1 keeps the work directory.
 set -euo pipefail
 
@@ -22,6 +22,7 @@ RECORDS_100=${RECORDS_100:-1000000}
 RECORDS_1K=${RECORDS_1K:-200000}
 FIXED_RATE=${FIXED_RATE:-50000}
 FIXED_RECORDS=${FIXED_RECORDS:-500000}
+REPEAT=${REPEAT:-2}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
 
 log() { echo "[vs-kafka] $*" >&2; }
@@ -145,6 +146,39 @@ sluice_consume() { # addr topic records
   echo "$out" | awk -F'[ ,()]+' '/records received/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1)}; print r, m, "-"; f=1} END{if(!f) print "n/a"}'
 }
 
+# pair runs a runner against Kafka and sluice alternately, REPEAT times each
+# (so a burst of load on the shared machine hits both alike), and keeps for
+# each broker the run with the highest records/s, or with MODE=latency the
+# lowest p99. The runner's first argument @ADDR@ is replaced by the broker.
+# Sets K and S.
+better() { # new old mode
+  [ "$2" = n/a ] && return 0
+  [ "$1" = n/a ] && return 1
+  if [ "$3" = latency ]; then
+    awk -v a="$(echo "$1" | cut -d' ' -f3)" -v b="$(echo "$2" | cut -d' ' -f3)" 'BEGIN{exit !(a+0 < b+0)}'
+  else
+    awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN{exit !(a+0 > b+0)}'
+  fi
+}
+pair() { # mode runner args... (first arg @ADDR@)
+  local mode=$1 runner=$2 i r; shift 2
+  K=n/a; S=n/a
+  local kdone=no sdone=no
+  for i in $(seq 1 "$REPEAT"); do
+    if [ $kdone = no ]; then
+      r=$("$runner" "$KAFKA" "${@:2}"); better "$r" "$K" "$mode" && K=$r; [ "$r" = n/a ] && kdone=yes
+    fi
+    if [ $sdone = no ] && { [ "$runner" != perf_consume ] || [ $PERF_CONSUME_SLUICE = yes ]; }; then
+      r=$("$runner" "$SLUICE_ADDR" "${@:2}"); better "$r" "$S" "$mode" && S=$r; [ "$r" = n/a ] && sdone=yes
+      if [ "$r" = n/a ] && [ "$runner" = perf_consume ]; then
+        PERF_CONSUME_SLUICE=no
+        log "ConsumerPerformance cannot run against sluice (it needs consumer groups); skipping it there"
+      fi
+    fi
+  done
+  return 0
+}
+
 RESULTS="$WORK/results.txt"; : >"$RESULTS"
 record() { # label client kafka_result sluice_result
   echo "$1|$2|$3|$4" >>"$RESULTS"
@@ -156,30 +190,21 @@ run_config() { # size partitions acks
   local size=$1 parts=$2 acks=$3 n
   n=$RECORDS_100; [ "$size" -ge 1024 ] && n=$RECORDS_1K
   local label="${size}B p=${parts} acks=${acks}"
-  local k s kt st
   for b in kafka sluice; do
     local addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
     "$SLUICE" topics create "perf-$size-$parts-$acks" --bootstrap "$addr" -p "$parts" >/dev/null
     "$SLUICE" topics create "sbench-$size-$parts-$acks" --bootstrap "$addr" -p "$parts" >/dev/null
   done
-  k=$(perf_produce "$KAFKA" "perf-$size-$parts-$acks" "$n" "$size" "$acks" -1)
-  s=$(perf_produce "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n" "$size" "$acks" -1)
-  record "$label produce" "ProducerPerformance" "$k" "$s"
-  k=$(sluice_produce "$KAFKA" "sbench-$size-$parts-$acks" "$n" "$size" "$acks" -1)
-  s=$(sluice_produce "$SLUICE_ADDR" "sbench-$size-$parts-$acks" "$n" "$size" "$acks" -1)
-  record "$label produce" "sluice bench" "$k" "$s"
+  pair throughput perf_produce @ADDR@ "perf-$size-$parts-$acks" "$n" "$size" "$acks" -1
+  record "$label produce" "ProducerPerformance" "$K" "$S"
+  pair throughput sluice_produce @ADDR@ "sbench-$size-$parts-$acks" "$n" "$size" "$acks" -1
+  record "$label produce" "sluice bench" "$K" "$S"
   # Consumers read what ProducerPerformance wrote (acks=1 and acks=all give the same log).
   if [ "$acks" = 1 ]; then
-    k=$(perf_consume "$KAFKA" "perf-$size-$parts-$acks" "$n")
-    s=n/a
-    if [ $PERF_CONSUME_SLUICE = yes ]; then
-      s=$(perf_consume "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n")
-      [ "$s" = n/a ] && PERF_CONSUME_SLUICE=no && log "ConsumerPerformance cannot run against sluice (it needs consumer groups); skipping it there"
-    fi
-    record "${size}B p=${parts} consume" "ConsumerPerformance" "$k" "$s"
-    k=$(sluice_consume "$KAFKA" "perf-$size-$parts-$acks" "$n")
-    s=$(sluice_consume "$SLUICE_ADDR" "perf-$size-$parts-$acks" "$n")
-    record "${size}B p=${parts} consume" "sluice bench" "$k" "$s"
+    pair throughput perf_consume @ADDR@ "perf-$size-$parts-$acks" "$n"
+    record "${size}B p=${parts} consume" "ConsumerPerformance" "$K" "$S"
+    pair throughput sluice_consume @ADDR@ "perf-$size-$parts-$acks" "$n"
+    record "${size}B p=${parts} consume" "sluice bench" "$K" "$S"
   fi
 }
 
@@ -197,12 +222,10 @@ for b in kafka sluice; do
   "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
   "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
 done
-k=$(perf_produce "$KAFKA" fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE")
-s=$(perf_produce "$SLUICE_ADDR" fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE")
-record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$k" "$s"
-k=$(sluice_produce "$KAFKA" fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE")
-s=$(sluice_produce "$SLUICE_ADDR" fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE")
-record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$k" "$s"
+pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
+pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$K" "$S"
 
 rss() { awk -v k="$2:" '$1==k {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 KH=$(rss "$KAFKA_PID" VmHWM); KR=$(rss "$KAFKA_PID" VmRSS)
