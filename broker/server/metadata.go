@@ -22,7 +22,7 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	adv := s.advertised()
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, advertisedHost(adv), int32(adv.Port)
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, adv.host, int32(adv.port)
 	resp.Brokers = append(resp.Brokers, b)
 	resp.ClusterID = &s.cfg.ClusterID
 	resp.ControllerID = s.cfg.NodeID

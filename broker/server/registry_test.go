@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,5 +94,22 @@ func TestRegistryAdoptsAndCleans(t *testing.T) {
 	}
 	if _, err := New(Options{DataDir: dir, Logger: testLogger(t)}); err == nil {
 		t.Fatal("started on a corrupt topics.json")
+	}
+}
+
+func TestAdvertisedAddr(t *testing.T) {
+	bound := &net.TCPAddr{IP: net.IPv4zero, Port: 9999}
+	for _, c := range []struct {
+		configured string
+		want       string
+	}{
+		{"", "127.0.0.1:9999"},
+		{"broker1.example:19092", "broker1.example:19092"},
+		{"10.0.0.5:9092", "10.0.0.5:9092"},
+		{"garbage", "127.0.0.1:9999"},
+	} {
+		if got := advertisedAddr(c.configured, bound).String(); got != c.want {
+			t.Errorf("advertised %q: %s, want %s", c.configured, got, c.want)
+		}
 	}
 }

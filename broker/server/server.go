@@ -51,7 +51,7 @@ type Server struct {
 	mu        sync.Mutex // guards the fields below
 	listeners []net.Listener
 	conns     map[*conn]struct{}
-	advertise *net.TCPAddr
+	advertise hostPort
 	closed    bool
 
 	connWG      sync.WaitGroup // one per connection
@@ -148,7 +148,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrClosed
 	}
 	s.listeners = append(s.listeners, ln)
-	if s.advertise == nil {
+	if s.advertise == (hostPort{}) {
 		s.advertise = advertisedAddr(s.cfg.AdvertisedListener, ln.Addr())
 	}
 	s.mu.Unlock()
@@ -193,44 +193,42 @@ func (s *Server) connDone(c *conn) {
 	s.connWG.Done()
 }
 
-func (s *Server) advertised() *net.TCPAddr {
+func (s *Server) advertised() hostPort {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.advertise == nil {
-		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9092}
+	if s.advertise == (hostPort{}) {
+		return hostPort{"127.0.0.1", 9092}
 	}
 	return s.advertise
 }
 
-// advertisedAddr picks the address clients are told to connect to.
-func advertisedAddr(configured string, bound net.Addr) *net.TCPAddr {
+// hostPort is the address clients are told to connect to.
+type hostPort struct {
+	host string
+	port int
+}
+
+func (h hostPort) String() string { return net.JoinHostPort(h.host, strconv.Itoa(h.port)) }
+
+// advertisedAddr picks the address clients are told to connect to:
+// advertised.listeners if set, else the bound address (127.0.0.1 for an
+// unspecified IP).
+func advertisedAddr(configured string, bound net.Addr) hostPort {
 	if configured != "" {
-		host, port, err := net.SplitHostPort(configured)
-		if err == nil {
-			p, _ := strconv.Atoi(port)
-			if ip := net.ParseIP(host); ip != nil {
-				return &net.TCPAddr{IP: ip, Port: p}
+		if host, port, err := net.SplitHostPort(configured); err == nil {
+			if p, err := strconv.Atoi(port); err == nil && host != "" {
+				return hostPort{host, p}
 			}
-			return &net.TCPAddr{IP: nil, Port: p, Zone: host} // Zone carries a host name
 		}
 	}
 	ta, ok := bound.(*net.TCPAddr)
 	if !ok {
-		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9092}
+		return hostPort{"127.0.0.1", 9092}
 	}
-	out := *ta
-	if out.IP == nil || out.IP.IsUnspecified() {
-		out.IP = net.IPv4(127, 0, 0, 1)
+	if ta.IP == nil || ta.IP.IsUnspecified() {
+		return hostPort{"127.0.0.1", ta.Port}
 	}
-	return &out
-}
-
-// advertisedHost returns the host name of an advertised address.
-func advertisedHost(a *net.TCPAddr) string {
-	if a.IP == nil {
-		return a.Zone
-	}
-	return a.IP.String()
+	return hostPort{ta.IP.String(), ta.Port}
 }
 
 // Shutdown stops accepting, lets every connection finish the requests it
