@@ -217,9 +217,24 @@ func BenchmarkTenThousandPartitions(b *testing.B) {
 		b.ReportMetric(elapsed.Seconds(), "create-s")
 		b.Logf("10,000 partitions: %d open fds (cache bound %d), heap +%.1f MiB, created in %v",
 			fds, defaultMaxOpenFiles, float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), elapsed)
+		start = time.Now()
 		if err := m.Close(); err != nil {
 			b.Fatal(err)
 		}
+		b.ReportMetric(time.Since(start).Seconds(), "close-s")
+		start = time.Now()
+		m2, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: m.opts.Dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tp := range m2.Partitions() {
+			if _, err := m2.Open(tp, DefaultConfig()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "reopen-s")
+		b.ReportMetric(float64(countFDs()-fdsBefore), "reopen-fds")
+		m2.Close()
 	}
 }
 

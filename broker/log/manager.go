@@ -267,12 +267,38 @@ func (m *Manager) Delete(tp TopicPartition) error {
 // flush.ms, retention.ms / retention.bytes and the checkpoint (recovery point,
 // high watermark, producer snapshot). The owner calls it on a timer.
 func (m *Manager) RunRetention() error {
-	var errs []error
-	for _, l := range m.openLogs() {
-		if err := l.maintain(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
-		}
+	return forEachLog(m.openLogs(), func(l *Log) error { return l.maintain() })
+}
+
+// parallelism is how many logs RunRetention and Close work on at once: their
+// work is mostly fsync, which a disk serves better several at a time.
+const parallelism = 8
+
+func forEachLog(logs []*Log, fn func(*Log) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan *Log)
+	for i := 0; i < min(parallelism, len(logs)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				if err := fn(l); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
+					mu.Unlock()
+				}
+			}
+		}()
 	}
+	for _, l := range logs {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -296,14 +322,8 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
-	var errs []error
-	for _, l := range m.openLogs() {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if err := forEachLog(m.openLogs(), (*Log).Close); err != nil {
+		return err
 	}
 	f, err := m.opts.FS.Create(path.Join(m.opts.Dir, cleanMarkerFile))
 	if err == nil {
