@@ -106,9 +106,18 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 	}
 	a.buf.Reset()
 	if err := a.rec.Encode(value); err != nil {
-		// The record encoder keeps its error; start a fresh one.
+		// The record encoder keeps its error; start a fresh one, then try
+		// again with the values converted to the encoder's Go types (records
+		// decoded from JSON carry float64 numbers and text timestamps).
 		a.rec = avro.NewEncoderForSchema(a.schema, &a.buf)
-		return fmt.Errorf("%w: %v", ErrBadValue, err)
+		if nerr := normalizeRecord(a.schema.(*avro.RecordSchema), value, ""); nerr != nil {
+			return nerr
+		}
+		a.buf.Reset()
+		if err := a.rec.Encode(value); err != nil {
+			a.rec = avro.NewEncoderForSchema(a.schema, &a.buf)
+			return fmt.Errorf("%w: %v", ErrBadValue, err)
+		}
 	}
 	if _, err := a.enc.Write(a.buf.Bytes()); err != nil {
 		return fmt.Errorf("format: avro: %w", err)

@@ -1,6 +1,7 @@
 package format_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -320,5 +321,41 @@ func TestTimestampMicrosMetadata(t *testing.T) {
 	}
 	if !strings.Contains(py.Logical["_timestamp"], "isAdjustedToUTC=true, timeUnit=microseconds") {
 		t.Fatalf("_timestamp logical %s", py.Logical["_timestamp"])
+	}
+}
+
+// TestJSONDecodedValues: records decoded from JSON (float64 numbers, text
+// timestamps and decimals) are written by every format.
+func TestJSONDecodedValues(t *testing.T) {
+	for _, k := range []format.Kind{format.Parquet, format.Avro} {
+		t.Run(string(k), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f")
+			f, _ := os.Create(p)
+			w, err := format.NewWriter(f, eventSchema(t), format.Options{Kind: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]any
+			raw := `{"id": 7, "name": "n", "score": 3.5, "ok": true, "n32": 7, "ts": "2023-11-14T22:13:27Z",
+				"ts_us": 1700000000000000, "day": "2024-01-08", "price": "7.05",
+				"uid": "00000000-0000-4000-8000-000000000007", "tags": ["a"], "attrs": {"k": 7},
+				"loc": {"lat": 1.5, "lon": 2}, "opt": {"x": 7}, "kind": "VIEW", "raw": "AQ==",
+				"items": [{"sku": "s", "qty": 2, "props": {}}]}`
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(rec, format.Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			py := readPython(t, string(k), p)
+			r := py.Records[0]
+			if py.Rows != 1 || r["ts"] != "2023-11-14T22:13:27+00:00" || r["price"] != "7.05" || r["day"] != "2024-01-08" || r["id"] != float64(7) {
+				t.Fatalf("%v", r)
+			}
+		})
 	}
 }
