@@ -25,15 +25,21 @@
 // also maxTimestamp, the timestamp-type bit and the CRC. Batches are never
 // decompressed. The file name is the base offset of its first batch.
 //
-//	RecordBatch v2 (big-endian)                              CRC32C covers
-//	+------------+--------+-------------+-------+-------+   bytes 21..end
-//	| baseOffset | length | leaderEpoch | magic |  crc  |
-//	|   int64    | int32  |    int32    | int8=2| uint32|
-//	+------------+--------+-------------+-------+-------+------------------+
-//	0            8        12            16      17      21 attributes ...  |
-//	| lastOffsetDelta | firstTs | maxTs | producerId | epoch | baseSeq | n  |
-//	| records (compressed as a whole if attributes & 7 != 0)               |
-//	+----------------------------------------------------------------------+
+//	RecordBatch v2, big-endian; byte offsets on the left
+//	 0 baseOffset       int64  outside the CRC, assigned by the log
+//	 8 length           int32  outside the CRC, bytes after this field
+//	12 leaderEpoch      int32  outside the CRC, stamped by the log
+//	16 magic            int8   = 2
+//	17 crc              uint32 CRC32C (Castagnoli) of bytes 21..end
+//	21 attributes       int16  codec (bits 0-2), timestamp type (3), transactional (4), control (5)
+//	23 lastOffsetDelta  int32
+//	27 firstTimestamp   int64
+//	35 maxTimestamp     int64  (LogAppendTime: rewritten, CRC recomputed)
+//	43 producerId       int64
+//	51 producerEpoch    int16
+//	53 baseSequence     int32
+//	57 recordCount      int32
+//	61 records ...             compressed as a whole if codec != 0
 //
 // The offset index holds an 8-byte entry every index.interval.bytes of
 // batches: (base offset - segment base) uint32, file position uint32. The
@@ -107,10 +113,11 @@
 // # Open files
 //
 // Segment files are opened through the Manager's file cache, which keeps at
-// most ManagerOptions.MaxOpenFiles idle handles and closes the least recently
-// used; a segment is reopened on demand. Index files are opened only while
-// they are loaded or written. 10,000 partitions need one cached descriptor
-// each at most, or fewer with a lower bound.
+// most ManagerOptions.MaxOpenFiles (default 1024, at most half of
+// RLIMIT_NOFILE) open and closes the least recently used idle one; a segment
+// is reopened on demand. Index files are opened only while they are loaded or
+// written. 10,000 active partitions therefore hold 1,024 descriptors, not
+// 30,000.
 //
 // # Limits
 //
