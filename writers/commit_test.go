@@ -229,3 +229,34 @@ func TestWithdrawMovesAside(t *testing.T) {
 	}
 	_ = filesystem.ErrExist
 }
+
+// TestParquetRotationByBytes: Parquet files roll over once the written row
+// groups plus the estimated buffered rows reach MaxFileBytes.
+func TestParquetRotationByBytes(t *testing.T) {
+	fs := localFS(t)
+	store := NewStore(fs, StoreOptions{})
+	split := Split{Topic: "pv", Partition: 0, Start: 0, End: 20000}
+	cfg := Config{Format: format.Options{Kind: format.Parquet, Compression: "snappy", RowGroupRows: 1000}, MaxFileBytes: 64 << 10}
+	res, err := runSplit(store, split, cfg, pageViewSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifest.Files) < 3 {
+		t.Fatalf("%d files", len(res.Manifest.Files))
+	}
+	var total int64
+	for _, f := range res.Manifest.Files {
+		st, err := fs.Stat(f.Final)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += f.Records
+		if st.Size > 2*(64<<10) {
+			t.Errorf("%s is %d bytes for a 64 KiB limit", f.Final, st.Size)
+		}
+	}
+	if total != 20000 {
+		t.Fatalf("%d records", total)
+	}
+	t.Logf("%d files", len(res.Manifest.Files))
+}

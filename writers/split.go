@@ -17,7 +17,9 @@ type Config struct {
 	// Partitioner places records in directories; nil means no partitions.
 	Partitioner *Partitioner
 	// MaxFileBytes rotates a file once its (estimated) size reaches this;
-	// 0 means no limit. Parquet checks it per row group estimate.
+	// 0 means no limit. Parquet counts the written row groups plus an
+	// estimate of the buffered rows, so a file may exceed it by up to one
+	// row group (keep RowGroupRows well below the limit).
 	MaxFileBytes int64
 	// MaxRecords rotates a file once it holds this many records; 0: no limit.
 	MaxRecords int64
