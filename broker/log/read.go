@@ -198,7 +198,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Region, error) 
 
 // readRegion finds the batches to return within one segment.
 func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffset int64) (*fileRegion, bool, error) {
-	r := newFileReader(f, end)
+	r := newHeaderReader(f, end)
 	defer r.release()
 	start, h, err := findBatch(r, s, offset)
 	if err != nil {
@@ -208,6 +208,15 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 		return nil, false, nil
 	}
 	pos, total := start, int64(0)
+	if h.lastOffset() < maxOffset {
+		// Skip whole batches through the offset index: every batch before an
+		// entry ends before the entry's offset.
+		if base, at := s.lookupPosition(start+int64(maxBytes), maxOffset); at > start && at < end {
+			if hh, err := r.header(at); err == nil && hh.BaseOffset == base {
+				pos, total, h = at, at-start, hh
+			}
+		}
+	}
 	for {
 		if h.lastOffset() >= maxOffset || (total > 0 && total+h.size() > int64(maxBytes)) {
 			break
@@ -258,7 +267,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		return 0, 0, false, err
 	}
 	defer l.cache.release(s.h)
-	r := newFileReader(f, end)
+	r := newHeaderReader(f, end)
 	defer r.release()
 	from := max(s.timeLookup(ts), logStart)
 	pos, h, err := findBatch(r, s, from)

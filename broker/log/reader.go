@@ -18,6 +18,7 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return
 type fileReader struct {
 	f        vfs.File
 	end      int64
+	window   int // bytes read ahead per pread
 	buf      []byte
 	bufStart int64
 	bufLen   int
@@ -26,7 +27,18 @@ type fileReader struct {
 
 func newFileReader(f vfs.File, end int64) *fileReader {
 	p := chunkPool.Get().(*[]byte)
-	return &fileReader{f: f, end: end, buf: *p, pooled: p}
+	return &fileReader{f: f, end: end, window: readChunk, buf: *p, pooled: p}
+}
+
+// headerWindow is the read-ahead of the fetch path, which only needs batch
+// headers: small, so that finding a region's ends does not copy the region
+// (the data itself goes out with sendfile).
+const headerWindow = 2048
+
+func newHeaderReader(f vfs.File, end int64) *fileReader {
+	r := newFileReader(f, end)
+	r.window = headerWindow
+	return r
 }
 
 func (r *fileReader) release() {
@@ -51,7 +63,7 @@ func (r *fileReader) at(pos int64, n int) ([]byte, error) {
 		o := int(pos - r.bufStart)
 		return r.buf[o : o+n], nil
 	}
-	want := max(n, readChunk)
+	want := max(n, r.window)
 	if int64(want) > r.end-pos {
 		want = int(r.end - pos)
 	}

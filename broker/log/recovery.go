@@ -493,7 +493,7 @@ func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
 		if err != nil {
 			return err
 		}
-		r := newFileReader(f, s.size)
+		r := newHeaderReader(f, s.size)
 		pos, _, err := findBatch(r, s, from)
 		for err == nil && pos < s.size {
 			var h batchHeader

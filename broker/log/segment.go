@@ -169,6 +169,21 @@ func (s *segment) lookup(offset int64) (base int64, pos int64) {
 	return s.base + int64(idx[i-1].rel), int64(idx[i-1].pos)
 }
 
+// lookupPosition returns the last index entry at or below position limit
+// whose offset is at most maxOffset, as (offset, position); position 0 if none.
+func (s *segment) lookupPosition(limit, maxOffset int64) (int64, int64) {
+	s.mu.Lock()
+	idx := s.index
+	s.mu.Unlock()
+	i := sort.Search(len(idx), func(i int) bool {
+		return int64(idx[i].pos) > limit || s.base+int64(idx[i].rel) > maxOffset
+	})
+	if i == 0 {
+		return s.base, 0
+	}
+	return s.base + int64(idx[i-1].rel), int64(idx[i-1].pos)
+}
+
 // timeLookup returns the largest time entry with ts < target as (offset) to
 // start a scan from; every batch before it has a smaller timestamp.
 func (s *segment) timeLookup(target int64) int64 {

@@ -33,7 +33,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return err
 	}
-	r := newFileReader(f, s.size)
+	r := newHeaderReader(f, s.size)
 	pos, h, err := findBatch(r, s, offset)
 	r.release()
 	l.cache.release(s.h)
@@ -123,7 +123,7 @@ func (l *Log) rescanMaxTimestampLocked(s *segment) error {
 		return err
 	}
 	defer l.cache.release(s.h)
-	r := newFileReader(f, s.size)
+	r := newHeaderReader(f, s.size)
 	defer r.release()
 	pos, h, err := findBatch(r, s, from)
 	for err == nil && pos < s.size {
