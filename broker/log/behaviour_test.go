@@ -8,7 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"net"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -628,5 +630,58 @@ func TestPrometheusCollector(t *testing.T) {
 	}
 	if len(mfs) != len(metricHelp) {
 		t.Fatalf("%d metric families, want %d", len(mfs), len(metricHelp))
+	}
+}
+
+// TestReadMatchesModel compares Read with a naive walk over all batches for
+// random offsets, byte limits and offset limits.
+func TestReadMatchesModel(t *testing.T) {
+	m := openManager(t, vfs.NewMem(), "/data", nil)
+	defer m.Close()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 8000
+	l := mustOpen(t, m, cfg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type batch struct {
+		base, last int64
+		b          []byte
+	}
+	var all []batch
+	for i := 0; i < 300; i++ {
+		b := simpleBatch(1+rng.IntN(4), rng.IntN(300), 1, byte(i))
+		res := mustAppend(t, l, b, 0)
+		all = append(all, batch{res.BaseOffset, res.LastOffset, b})
+	}
+	leo := l.LogEndOffset()
+	segEnd := func(base int64) int64 { // first offset of the next segment
+		for _, s := range l.segments {
+			if s.base > base {
+				return s.base
+			}
+		}
+		return leo
+	}
+	for q := 0; q < 2000; q++ {
+		off, maxBytes, maxOff := rng.Int64N(leo), 1+rng.IntN(3000), rng.Int64N(leo+2)
+		r, err := l.Read(off, maxBytes, maxOff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := r.Bytes()
+		r.Close()
+		var want []byte
+		if off < maxOff {
+			i := sort.Search(len(all), func(i int) bool { return all[i].last >= off })
+			end := segEnd(all[i].base)
+			for ; i < len(all) && all[i].base < end && all[i].last < maxOff; i++ {
+				if len(want) > 0 && len(want)+len(all[i].b) > maxBytes {
+					break
+				}
+				want = append(want, all[i].b...)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Read(%d, %d, %d): %d bytes, want %d", off, maxBytes, maxOff, len(got), len(want))
+		}
 	}
 }
