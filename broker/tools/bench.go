@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -97,9 +96,8 @@ type window struct {
 	bytes     int64
 	latSumUs  int64
 	latMaxUs  int64
-	total     int64
 	totalB    int64
-	latencies []int32 // microseconds, every acknowledged record
+	latencies histogram // microseconds, every acknowledged record
 	err       error
 }
 
@@ -117,9 +115,8 @@ func (w *window) add(bytes int, lat time.Duration, err error) {
 	w.bytes += int64(bytes)
 	w.latSumUs += us
 	w.latMaxUs = max(w.latMaxUs, us)
-	w.total++
 	w.totalB += int64(bytes)
-	w.latencies = append(w.latencies, int32(min(us, 1<<31-1)))
+	w.latencies.record(us)
 }
 
 func (w *window) report(out io.Writer, d time.Duration) {
@@ -192,7 +189,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		payload[i] = byte('A' + rng.IntN(26))
 	}
 
-	w := &window{latencies: make([]int32, 0, opts.Records)}
+	w := &window{}
 	done := make(chan struct{})
 	var reporter sync.WaitGroup
 	reporter.Add(1)
@@ -249,24 +246,14 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	if flushErr != nil {
 		return BenchResult{}, fmt.Errorf("tools: flush: %w", flushErr)
 	}
-	res := BenchResult{Records: w.total, Bytes: w.totalB, Elapsed: elapsed, Produced: true}
-	lat := w.latencies
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		var sum int64
-		for _, l := range lat {
-			sum += int64(l)
-		}
-		pct := func(p float64) float64 {
-			i := int(p * float64(len(lat)))
-			if i >= len(lat) {
-				i = len(lat) - 1
-			}
-			return float64(lat[i]) / 1000
-		}
-		res.AvgMs = float64(sum) / float64(len(lat)) / 1000
-		res.MaxMs = float64(lat[len(lat)-1]) / 1000
-		res.P50Ms, res.P95Ms, res.P99Ms, res.P999Ms = pct(0.5), pct(0.95), pct(0.99), pct(0.999)
+	h := &w.latencies
+	res := BenchResult{Records: h.n, Bytes: w.totalB, Elapsed: elapsed, Produced: true}
+	if h.n > 0 {
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		res.AvgMs = float64(h.sum) / float64(h.n) / 1000
+		res.MaxMs = ms(h.max)
+		res.P50Ms, res.P95Ms = ms(h.percentile(0.5)), ms(h.percentile(0.95))
+		res.P99Ms, res.P999Ms = ms(h.percentile(0.99)), ms(h.percentile(0.999))
 	}
 	return res, nil
 }

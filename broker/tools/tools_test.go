@@ -3,6 +3,7 @@ package tools
 import (
 	"bufio"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,31 @@ func TestScanLFKeepsCarriageReturns(t *testing.T) {
 	}
 	if want := []string{"a\r", "", "b\rc", "last"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestHistogramPercentiles(t *testing.T) {
+	var h histogram
+	var vals []int64
+	for i := int64(1); i <= 100000; i++ {
+		v := i * 7 % 250000 // spread up to 250 ms
+		h.record(v)
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{0.5, 0.95, 0.99, 0.999} {
+		exact := vals[int(q*float64(len(vals)))]
+		got := h.percentile(q)
+		if got > exact || float64(exact-got) > float64(exact)/64+1 {
+			t.Errorf("p%v = %d, exact %d: off by more than one bucket", q*100, got, exact)
+		}
+	}
+	for v := int64(0); v < 1<<20; v = v*3/2 + 1 {
+		if lb := lowerBound(bucketOf(v)); lb > v || (v >= 64 && float64(v-lb) > float64(v)/64+1) {
+			t.Fatalf("value %d in bucket %d with lower bound %d", v, bucketOf(v), lb)
+		}
+	}
+	if h.max != vals[len(vals)-1] || h.n != 100000 {
+		t.Errorf("max %d n %d", h.max, h.n)
 	}
 }
