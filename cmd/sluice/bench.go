@@ -38,7 +38,7 @@ func newBenchCommand() *cobra.Command {
 	pf.Int64Var(&p.Records, "records", 1_000_000, "records to send")
 	pf.IntVar(&p.RecordSize, "record-size", 100, "value size in bytes")
 	pf.Float64Var(&p.Throughput, "throughput", -1, "cap in records/s (-1: unlimited)")
-	pf.StringVar(&p.Acks, "acks", "1", "acknowledgements: all (-1, idempotent), 1 or 0")
+	pf.StringVar(&p.Acks, "acks", "all", "acknowledgements: all (-1, idempotent; the Kafka producer default), 1 or 0")
 	pf.Int32Var(&p.Partitions, "partitions", 0, "create the topic with this many partitions if missing (0: auto-create)")
 	pf.StringVar(&p.Compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	pf.IntVar(&p.LingerMs, "linger-ms", 5, "batch linger, Kafka 4's default is 5")
