@@ -296,32 +296,46 @@ func kcatRoundTrip(t *testing.T, addr string) {
 }
 
 // javaConsoleRoundTrip writes keyed lines with the Apache Kafka console
-// producer (the Java client: idempotent, acks=all by default) and reads one
+// producer (the Java client: idempotent, acks=all by default) under each
+// codec — the Java client frames snappy its own way (xerial) — and reads one
 // partition back with the console consumer's --partition.
 func javaConsoleRoundTrip(t *testing.T, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	topic := newTopicName("java")
 	createTopic(t, addr, topic, 2)
-	var in strings.Builder
-	var want []string
-	for i := 0; i < 100; i++ {
-		fmt.Fprintf(&in, "key-%d:value %d from the java console producer\n", i, i)
-	}
-	if _, err := kafka.JavaTool(t, ctx, strings.NewReader(in.String()), kafka.ConsoleProducerClass,
-		"--bootstrap-server", addr, "--topic", topic,
-		"--property", "parse.key=true", "--property", "key.separator=:",
-		"--compression-codec", "lz4"); err != nil {
-		t.Fatalf("console producer: %v", err)
+	var sent, want []string
+	for c, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		var in strings.Builder
+		for i := 0; i < 25; i++ {
+			k, v := fmt.Sprintf("key-%d-%d", c, i), fmt.Sprintf("%s value %d from the java console producer %s", codec, i, strings.Repeat("z", i*40))
+			in.WriteString(k + ":" + v + "\n")
+			sent = append(sent, k+"="+v)
+		}
+		if _, err := kafka.JavaTool(t, ctx, strings.NewReader(in.String()), kafka.ConsoleProducerClass,
+			"--bootstrap-server", addr, "--topic", topic,
+			"--property", "parse.key=true", "--property", "key.separator=:",
+			"--compression-codec", codec); err != nil {
+			t.Fatalf("console producer --compression-codec %s: %v", codec, err)
+		}
 	}
 	// Which records went to partition 1 is the Java partitioner's choice:
 	// ask franz-go (already proven byte-exact) for the reference.
-	all := consumeAll(t, addr, topic, 2, 100)
+	all := consumeAll(t, addr, topic, 2, len(sent))
+	var read []string
 	for _, r := range all {
+		read = append(read, string(r.Key)+"="+string(r.Value))
 		if r.Partition == 1 {
 			want = append(want, string(r.Key)+"="+string(r.Value))
 		}
 	}
+	assertSameSet(t, read, sent)
+	// librdkafka decodes what the Java client compressed, too.
+	kres, err := kafka.Kcat(t, ctx, nil, "-C", "-b", addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", `%k=%s\n`)
+	if err != nil {
+		t.Fatalf("kcat reading the Java producer's records: %v", err)
+	}
+	assertSameSet(t, strings.Split(strings.TrimSuffix(string(kres.Stdout), "\n"), "\n"), sent)
 	if len(want) == 0 {
 		t.Fatal("the Java partitioner put no record in partition 1")
 	}
