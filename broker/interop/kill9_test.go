@@ -15,84 +15,94 @@ import (
 // TestSluiceKill9DuringProduce kills the broker with SIGKILL in the middle
 // of an idempotent acks=all produce stream, restarts it on the same data
 // directory and checks that every acknowledged record is readable at its
-// acknowledged offset and that each partition's offsets are contiguous, also
-// for records appended after the restart.
+// acknowledged offset and that each partition's offsets are contiguous; three
+// kill/restart cycles, then appends after the last restart continue the
+// offsets.
 func TestSluiceKill9DuringProduce(t *testing.T) {
 	s := kafka.StartSluice(t)
-	const partitions = 2
+	const partitions, cycles, killAfter = 2, 3, 2000
 	topic := newTopicName("kill9")
 	createTopic(t, s.Addr, topic, partitions)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.DefaultProduceTopic(topic),
-		kgo.ProducerLinger(time.Millisecond), kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	type pos struct {
 		p int32
 		o int64
 	}
 	var (
-		mu      sync.Mutex
-		acked   = map[pos]string{}
-		reached = make(chan struct{})
-		once    sync.Once
+		mu    sync.Mutex
+		acked = map[pos]string{}
+		ends  map[int32]int64
 	)
-	const killAfter = 3000
-	ctx, stop := context.WithCancel(context.Background())
-	var producer sync.WaitGroup
-	producer.Add(1)
-	go func() {
-		defer producer.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			v := fmt.Sprintf("record-%07d", i)
-			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				acked[pos{r.Partition, r.Offset}] = string(r.Value)
-				n := len(acked)
-				mu.Unlock()
-				if n >= killAfter {
-					once.Do(func() { close(reached) })
-				}
-			})
+	for cycle := 0; cycle < cycles; cycle++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.DefaultProduceTopic(topic),
+			kgo.ProducerLinger(time.Millisecond), kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	select {
-	case <-reached:
-	case <-time.After(60 * time.Second):
+		mu.Lock()
+		target := len(acked) + killAfter
+		mu.Unlock()
+		reached := make(chan struct{})
+		var once sync.Once
+		ctx, stop := context.WithCancel(context.Background())
+		var producer sync.WaitGroup
+		producer.Add(1)
+		go func() {
+			defer producer.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				v := fmt.Sprintf("cycle-%d-record-%07d", cycle, i)
+				cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					acked[pos{r.Partition, r.Offset}] = string(r.Value)
+					n := len(acked)
+					mu.Unlock()
+					if n >= target {
+						once.Do(func() { close(reached) })
+					}
+				})
+			}
+		}()
+		select {
+		case <-reached:
+		case <-time.After(60 * time.Second):
+			stop()
+			producer.Wait()
+			cl.Close()
+			t.Fatalf("cycle %d: acknowledgements stalled below %d in 60s", cycle, target)
+		}
+		s.Kill() // mid-stream: the producer is still sending
 		stop()
-		t.Fatalf("only %d records acknowledged in 60s", len(acked))
-	}
-	s.Kill() // mid-stream: the producer is still sending
-	stop()
-	producer.Wait()
-	cl.Close() // fails whatever was in flight; those records were never acknowledged
-	mu.Lock()
-	n := len(acked)
-	mu.Unlock()
-	t.Logf("killed the broker after %d acknowledged records", n)
+		producer.Wait()
+		cl.Close() // fails whatever was in flight; those records were never acknowledged
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
 
-	s.Restart(t)
-	ends := endOffsets(t, s.Addr, topic)
-	var total int
-	for p, e := range ends {
-		total += int(e)
-		t.Logf("partition %d: end offset %d after restart", p, e)
-	}
-	got := consumeAll(t, s.Addr, topic, partitions, total)
-	sortRecords(got)
-	checkContiguous(t, got)
-	at := map[pos]string{}
-	for _, r := range got {
-		at[pos{r.Partition, r.Offset}] = string(r.Value)
-	}
-	for k, v := range acked {
-		if at[k] != v {
-			t.Fatalf("acknowledged %q at %d/%d, after the restart it reads %q", v, k.p, k.o, at[k])
+		s.Restart(t)
+		ends = endOffsets(t, s.Addr, topic)
+		var total int
+		for _, e := range ends {
+			total += int(e)
 		}
+		t.Logf("cycle %d: killed after %d acknowledged records in all; %d records after the restart (end offsets %v)", cycle, n, total, ends)
+		got := consumeAll(t, s.Addr, topic, partitions, total)
+		sortRecords(got)
+		checkContiguous(t, got)
+		at := map[pos]string{}
+		for _, r := range got {
+			at[pos{r.Partition, r.Offset}] = string(r.Value)
+		}
+		mu.Lock()
+		for k, v := range acked {
+			if at[k] != v {
+				mu.Unlock()
+				t.Fatalf("cycle %d: acknowledged %q at %d/%d, after the restart it reads %q", cycle, v, k.p, k.o, at[k])
+			}
+		}
+		mu.Unlock()
 	}
 
 	// Appends after the restart continue the offsets without a gap.
