@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
@@ -144,12 +146,14 @@ func saramaSyncRoundTrip(t *testing.T, addr string, cfg *sarama.Config) {
 		t.Fatalf("sarama sync producer close: %v", err)
 	}
 	saramaCheck(t, addr, cfg, topic, msgs)
+	checkBatches(t, addr, topic, n, uint8(cfg.Producer.Compression), true)
 }
 
 func saramaAsyncRoundTrip(t *testing.T, addr string, cfg *sarama.Config) {
 	const n = 600
 	cfg.Producer.RequiredAcks = sarama.WaitForLocal
 	cfg.Producer.Flush.Messages = 50
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	topic := saramaTopic(t, addr, cfg)
 	p, err := sarama.NewAsyncProducer([]string{addr}, cfg)
 	if err != nil {
@@ -178,6 +182,38 @@ func saramaAsyncRoundTrip(t *testing.T, addr string, cfg *sarama.Config) {
 		t.Fatalf("sarama async producer close: %v", err)
 	}
 	saramaCheck(t, addr, cfg, topic, msgs)
+	checkBatches(t, addr, topic, n, uint8(cfg.Producer.Compression), false)
+}
+
+// checkBatches reads topic with franz-go, which reports each record's batch
+// attributes, and checks that all n records arrived in batches compressed
+// with codec and, for an idempotent producer, carrying a producer ID.
+func checkBatches(t *testing.T, addr, topic string, n int, codec uint8, idempotent bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for seen := 0; seen < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("franz-go read %d of %d records of %s before the deadline", seen, n, topic)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s[%d]: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			if got := r.Attrs.CompressionType(); got != codec {
+				t.Fatalf("record %d/%d: batch codec %d, want %d", r.Partition, r.Offset, got, codec)
+			}
+			if idempotent != (r.ProducerID >= 0) {
+				t.Fatalf("record %d/%d: producer ID %d (idempotent producer: %v)", r.Partition, r.Offset, r.ProducerID, idempotent)
+			}
+		})
+	}
 }
 
 // saramaCheck reads every partition of topic from OffsetOldest with Sarama's
