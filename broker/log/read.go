@@ -22,10 +22,19 @@ type Region interface {
 	Bytes() ([]byte, error)
 	// Close releases the segment file; always call it.
 	Close() error
+	// BaseOffset is the base offset of the region's first batch (which may
+	// be below the offset asked for); -1 for an empty region.
+	BaseOffset() int64
+	// LastOffset is the last offset of the region's last batch; -1 for an
+	// empty region. Offsets are contiguous (no compaction), so a non-empty
+	// region holds LastOffset() - BaseOffset() + 1 records.
+	LastOffset() int64
 }
 
 type emptyRegion struct{}
 
+func (emptyRegion) BaseOffset() int64                { return -1 }
+func (emptyRegion) LastOffset() int64                { return -1 }
 func (emptyRegion) Len() int64                       { return 0 }
 func (emptyRegion) WriteTo(io.Writer) (int64, error) { return 0, nil }
 func (emptyRegion) Bytes() ([]byte, error)           { return nil, nil }
@@ -36,11 +45,15 @@ type fileRegion struct {
 	h        *handle
 	f        vfs.File
 	pos, n   int64
+	base     int64 // first batch's base offset
+	last     int64 // last batch's last offset
 	once     sync.Once
 	released bool
 }
 
-func (r *fileRegion) Len() int64 { return r.n }
+func (r *fileRegion) Len() int64        { return r.n }
+func (r *fileRegion) BaseOffset() int64 { return r.base }
+func (r *fileRegion) LastOffset() int64 { return r.last }
 
 func (r *fileRegion) Bytes() ([]byte, error) {
 	b := make([]byte, r.n)
@@ -208,12 +221,14 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 		return nil, false, nil
 	}
 	pos, total := start, int64(0)
+	first, last := h.BaseOffset, int64(-1)
 	if h.lastOffset() < maxOffset {
 		// Skip whole batches through the offset index: every batch before an
 		// entry ends before the entry's offset.
 		if base, at := s.lookupPosition(start+int64(maxBytes), maxOffset); at > start && at < end {
 			if hh, err := r.header(at); err == nil && hh.BaseOffset == base {
 				pos, total, h = at, at-start, hh
+				last = base - 1 // the skipped batches end just before it
 			}
 		}
 	}
@@ -223,6 +238,7 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 		}
 		total += h.size()
 		pos += h.size()
+		last = h.lastOffset()
 		if pos >= end {
 			break
 		}
@@ -230,7 +246,7 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 			return nil, false, fmt.Errorf("log: read %s: %w", s.logPath(), err)
 		}
 	}
-	return &fileRegion{f: f, pos: start, n: total}, true, nil
+	return &fileRegion{f: f, pos: start, n: total, base: first, last: last}, true, nil
 }
 
 // OffsetForTimestamp returns the offset and timestamp of the first record
