@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	plog "github.com/sluicehq/sluice/broker/log"
 )
 
 // zeroCopyMin is the smallest record range sent with Region.WriteTo
@@ -87,15 +89,14 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 			}
 			if n > 0 {
 				c.s.metrics.bytesOut.WithLabelValues(t.name).Add(float64(n))
+				c.s.metrics.recordsOut.WithLabelValues(t.name).Add(float64(regionRecords(p.region)))
 				if n < zeroCopyMin {
 					b, err := p.region.Bytes()
 					if err != nil {
 						return err
 					}
 					buf = append(buf, b...)
-					c.s.metrics.recordsOut.WithLabelValues(t.name).Add(float64(countRecords(b)))
 				} else {
-					countRecordsOut(c.s, p)
 					c.s.metrics.zeroCopyBytes.Add(float64(n))
 					total += int64(len(buf)) + n
 					chunks = append(chunks, buf, nil)
@@ -137,30 +138,15 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 	return nil
 }
 
-// countRecords counts the records of the whole batches in b from their
-// headers (lastOffsetDelta + 1 each).
-func countRecords(b []byte) int64 {
-	var n int64
-	for len(b) >= 61 {
-		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:12])))
-		if size < 61 || size > int64(len(b)) {
-			break
-		}
-		n += int64(int32(binary.BigEndian.Uint32(b[23:27]))) + 1
-		b = b[size:]
+// regionRecords is the number of records in a region's whole batches,
+// including those before the fetch offset in its first batch (they go out
+// too, as in Kafka), from the offsets the log read; the batch headers are
+// not parsed again.
+func regionRecords(r plog.Region) int64 {
+	if r.Len() == 0 {
+		return 0
 	}
-	return n
-}
-
-// countRecordsOut adds the records of a range sent with sendfile to the
-// per-topic counter when the region can tell where it ends (an optional
-// LastOffset method); the batch headers are not read back for it.
-func countRecordsOut(s *Server, p *fetchPartition) {
-	if lo, ok := p.region.(interface{ LastOffset() int64 }); ok {
-		if n := lo.LastOffset() + 1 - p.fetchOffset; n > 0 {
-			s.metrics.recordsOut.WithLabelValues(p.topicName).Add(float64(n))
-		}
-	}
+	return max(r.LastOffset()-r.BaseOffset()+1, 0)
 }
 
 func appendArrayLen(dst []byte, n int, flex bool) []byte {
