@@ -1,9 +1,13 @@
 package server
 
-// ApiVersions (key 18), versions 0-3.
+// ApiVersions (key 18), versions 0-4. v4 has v3's layout (it only lifts
+// the rule that a supported feature's MinVersion is at least 1); serving it
+// spares clients that start with v4, such as the Java client 4.x, a refused
+// request and a second round trip on every new connection before their first
+// request.
 //
 // Deviations from Kafka: no finalized/supported features (v3 tagged fields)
-// are reported. A request newer than v3 is answered in v0 with
+// are reported. A request newer than v4 is answered in v0 with
 // UNSUPPORTED_VERSION and the key list, as Kafka does, so the client can
 // retry with a version we serve.
 

@@ -27,7 +27,7 @@ func init() {
 		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
 		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
 		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata},
-		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 3, handle: handleAPIVersions},
+		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
 		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
 		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
 		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},

@@ -79,7 +79,7 @@ func TestMalformedFramesCloseOnlyTheirConnection(t *testing.T) {
 
 func TestApiVersions(t *testing.T) {
 	ts := startServer(t, "", nil)
-	for v := int16(0); v <= 3; v++ {
+	for v := int16(0); v <= 4; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
