@@ -116,15 +116,25 @@ func parseInt(v string, bits int) (int64, error) {
 	return n, nil
 }
 
+// parseInt64AtLeast parses a 64-bit integer property value that must be at
+// least min.
+func parseInt64AtLeast(v string, min int64) (int64, error) {
+	n, err := parseInt(v, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n < min {
+		return 0, fmt.Errorf("must be >= %d, got %d", min, n)
+	}
+	return n, nil
+}
+
 func int64Prop(name, doc string, field func(*Broker) *int64, min int64) brokerProp {
 	return brokerProp{name: name, doc: doc,
 		apply: func(b *Broker, v string) error {
-			n, err := parseInt(v, 64)
+			n, err := parseInt64AtLeast(v, min)
 			if err != nil {
 				return err
-			}
-			if n < min {
-				return fmt.Errorf("must be >= %d, got %d", min, n)
 			}
 			*field(b) = n
 			return nil

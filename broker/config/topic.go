@@ -20,12 +20,9 @@ type topicProp struct {
 func topicInt(name, broker, doc string, field func(*Topic) *int64, min int64) topicProp {
 	return topicProp{name: name, broker: broker, doc: doc,
 		set: func(t *Topic, v string) error {
-			n, err := parseInt(v, 64)
+			n, err := parseInt64AtLeast(v, min)
 			if err != nil {
 				return err
-			}
-			if n < min {
-				return fmt.Errorf("must be >= %d, got %d", min, n)
 			}
 			*field(t) = n
 			return nil
