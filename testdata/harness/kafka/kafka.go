@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -199,10 +200,35 @@ func (k *Kafka) Output() string { return k.proc.out.String() }
 // Stop shuts the broker down (SIGTERM, then SIGKILL after 20 s).
 func (k *Kafka) Stop() { k.proc.stop(syscall.SIGTERM, 20*time.Second) }
 
+// startAttempts bounds start-up retries: the free ports are picked before the
+// JVM binds them, so another process on the machine can take one in between.
+const startAttempts = 3
+
+// startKafkaRetrying starts a broker in a new directory made by mkdir, trying
+// again with new ports and a new directory when a start-up fails.
+func startKafkaRetrying(mkdir func() (string, error)) (*Kafka, error) {
+	var errs []error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		dir, err := mkdir()
+		if err != nil {
+			return nil, err
+		}
+		k, err := StartKafkaProcess(KafkaOptions{Dir: dir})
+		if err == nil {
+			return k, nil
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt+1, err))
+		if _, cpErr := Classpath(); cpErr != nil {
+			break // a missing install is not worth retrying
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
 // StartKafka starts a broker owned by this test and stopped at its cleanup.
 func StartKafka(t testing.TB) *Kafka {
 	t.Helper()
-	k, err := StartKafkaProcess(KafkaOptions{Dir: t.TempDir()})
+	k, err := startKafkaRetrying(func() (string, error) { return os.MkdirTemp(t.TempDir(), "kafka-") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +258,7 @@ func SharedKafka(t testing.TB) *Kafka {
 			t.Fatal(err)
 		}
 		shared.dir = dir
-		shared.kafka, shared.err = StartKafkaProcess(KafkaOptions{Dir: dir})
+		shared.kafka, shared.err = startKafkaRetrying(func() (string, error) { return os.MkdirTemp(dir, "attempt-") })
 		if shared.kafka != nil {
 			k := shared.kafka
 			shared.cleanup = append(shared.cleanup, func() { k.Stop(); os.RemoveAll(dir) })
