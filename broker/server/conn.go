@@ -95,6 +95,7 @@ func (c *conn) serve() {
 	for f := range c.frames {
 		err := c.handle(f)
 		c.account(-len(f.buf))
+		putFrame(f.buf) // answered: nothing refers into it any more
 		if err != nil {
 			if errors.Is(err, ErrBadFrame) {
 				c.s.metrics.badFrames.Inc()
@@ -166,17 +167,24 @@ func (c *conn) readLoop() {
 	}
 }
 
-// readBody reads a frame body of size bytes. It allocates the full size
-// only once the first MiB has arrived, so a lying size prefix does not make
-// us allocate socket.request.max.bytes up front, and a large frame is copied
-// at most once (its first MiB).
+// readBody reads a frame body of size bytes. A frame of up to
+// maxPooledFrame bytes goes into a recycled buffer (putFrame returns it
+// once the request is answered). A larger one is allocated in full only
+// once its first MiB has arrived, so a lying size prefix does not make us
+// allocate socket.request.max.bytes up front, and it is copied at most once
+// (its first MiB).
 func readBody(r io.Reader, size int) ([]byte, error) {
-	buf := make([]byte, min(size, 1<<20))
+	if size <= maxPooledFrame {
+		buf := getFrame(size)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			putFrame(buf)
+			return nil, err
+		}
+		return buf, nil
+	}
+	buf := make([]byte, 1<<20)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
-	}
-	if size == len(buf) {
-		return buf, nil
 	}
 	full := make([]byte, size)
 	copy(full, buf)
@@ -184,6 +192,50 @@ func readBody(r io.Reader, size int) ([]byte, error) {
 		return nil, err
 	}
 	return full, nil
+}
+
+// Request frames of up to maxPooledFrame bytes are read into buffers
+// recycled through framePools, one pool per power-of-two size class from
+// minPooledFrame: under a produce load the frame buffers were nearly all of
+// the bytes the broker allocated, and so most of its GC work. A buffer is
+// returned only after its request has been answered; nothing a handler keeps
+// refers into it (kmsg copies strings, and record bytes are copied into the
+// segment file by the append).
+const (
+	minPooledFrame = 4 << 10
+	maxPooledFrame = 1 << 20
+)
+
+var framePools [9]sync.Pool // 4 KiB, 8 KiB, ... 1 MiB; entries are *[]byte
+
+// frameClass is the pool index for a buffer of n bytes, -1 if too large.
+func frameClass(n int) int {
+	if n > maxPooledFrame {
+		return -1
+	}
+	c := 0
+	for minPooledFrame<<c < n {
+		c++
+	}
+	return c
+}
+
+func getFrame(size int) []byte {
+	c := frameClass(size)
+	if p, ok := framePools[c].Get().(*[]byte); ok {
+		return (*p)[:size]
+	}
+	return make([]byte, size, minPooledFrame<<c)
+}
+
+// putFrame recycles a buffer from getFrame; others are left to the GC.
+func putFrame(b []byte) {
+	c := frameClass(cap(b))
+	if c < 0 || cap(b) != minPooledFrame<<c {
+		return
+	}
+	b = b[:0]
+	framePools[c].Put(&b)
 }
 
 // header is a parsed request header.

@@ -26,7 +26,9 @@
 // bounded queue (8 frames, and no new frame while 16 MiB are queued) and one
 // processing goroutine handles them strictly in order
 // and writes the answers (so idempotent producers' pipelined batches are
-// appended in the order sent, and answers leave in request order). Shared
+// appended in the order sent, and answers leave in request order). Frame
+// buffers of up to 1 MiB are recycled once their request is answered; no
+// handler keeps a reference into a request frame. Shared
 // state: the topic registry (registry.mu, a RWMutex) and, per partition,
 // partition.mu, which serialises append + high-watermark update. Lock order:
 // registry.mu before partition.mu; no lock is held while waiting in a Fetch
