@@ -38,6 +38,10 @@ type ConsumeOptions struct {
 	ExitAtEnd bool
 	// Timeout stops when no record arrived for this long; 0 waits forever.
 	Timeout time.Duration
+	// Progress receives a progress line every ProgressInterval (nil or a
+	// zero interval: none). It must not be the records' output.
+	Progress         io.Writer
+	ProgressInterval time.Duration
 }
 
 // ParseFrom maps earliest|latest|N to a franz-go offset.
@@ -126,6 +130,8 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 		cl.Close()
 	}()
 
+	progress := StartProgress(opts.Progress, "consumed", opts.ProgressInterval)
+	defer progress.Stop()
 	bw := bufio.NewWriterSize(out, 64<<10)
 	defer bw.Flush()
 	var (
@@ -169,6 +175,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 				ferr = fmt.Errorf("tools: write output: %w", err)
 			}
 			n++
+			progress.Add(1, int64(len(r.Key)+len(r.Value)))
 			printed[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
 				delete(remaining, r.Partition)

@@ -26,6 +26,10 @@ type ProduceOptions struct {
 	Partition int32
 	// MaxLineBytes bounds one input line (default 1 MiB).
 	MaxLineBytes int
+	// Progress receives a progress line every ProgressInterval (nil or a
+	// zero interval: none).
+	Progress         io.Writer
+	ProgressInterval time.Duration
 }
 
 // Produce reads newline-separated records from in and writes them to the
@@ -59,6 +63,8 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 	sc.Split(scanLF)
 	sep := []byte(opts.KeySeparator)
 
+	progress := StartProgress(opts.Progress, "produced", opts.ProgressInterval)
+	defer progress.Stop()
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -83,6 +89,7 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 				return
 			}
 			acked++
+			progress.Add(1, int64(len(r.Key)+len(r.Value)))
 		})
 	}
 	scanErr := sc.Err()

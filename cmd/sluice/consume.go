@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,7 @@ func newConsumeCommand() *cobra.Command {
 			opts.Partitions = partitions
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
+			opts.Progress = c.ErrOrStderr()
 			n, err := tools.Consume(ctx, opts, c.OutOrStdout())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "consumed %d records from %s\n", n, opts.Topic)
@@ -47,6 +49,7 @@ func newConsumeCommand() *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "value", "output format: value, kv, json or a template like '%k\\t%v\\n'")
 	f.BoolVarP(&opts.ExitAtEnd, "exit-at-end", "e", false, "stop at the end offsets the partitions had at start")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "stop when no record arrived for this long (0: wait forever)")
+	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ func newProduceCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
+			opts.Progress = c.ErrOrStderr()
 			n, err := tools.Produce(ctx, opts, c.InOrStdin())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "produced %d records to %s\n", n, opts.Topic)
@@ -40,6 +42,7 @@ func newProduceCommand() *cobra.Command {
 	f.StringVar(&opts.Acks, "acks", "all", "acknowledgements: all (-1, idempotent), 1 or 0")
 	f.IntVar(&opts.LingerMs, "linger-ms", -1, "how long a batch waits for more records (-1: client default)")
 	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 1<<20, "longest accepted input line")
+	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")
 	return cmd
 }
