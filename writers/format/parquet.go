@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -18,6 +17,7 @@ type parquetWriter struct {
 	cw       *countingWriter
 	fw       *pqarrow.FileWriter
 	rb       *array.RecordBuilder
+	mem      *recycler
 	fns      []appendFn
 	names    []string
 	nfields  int
@@ -107,8 +107,9 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet: %w", err)
 	}
+	mem := newRecycler(256 << 20)
 	pw := &parquetWriter{
-		cw: cw, fw: fw, rb: array.NewRecordBuilder(memory.DefaultAllocator, as),
+		cw: cw, fw: fw, rb: array.NewRecordBuilder(mem, as), mem: mem,
 		fns: fns, names: fieldNames(rec), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen,
 	}
@@ -195,13 +196,16 @@ func (p *parquetWriter) flush() error {
 		}
 	}
 	rec := p.rb.NewRecordBatch()
+	p.flushed += int64(p.pending)
+	p.pending = 0
+	err := p.fw.Write(rec)
+	// Released after the write, the record's buffers go back to p.mem and
+	// the next row group's builders reuse them.
+	rec.Release()
 	if full {
 		p.reserve(lens)
 	}
-	defer rec.Release()
-	p.flushed += int64(p.pending)
-	p.pending = 0
-	if err := p.fw.Write(rec); err != nil {
+	if err != nil {
 		return fmt.Errorf("format: parquet row group: %w", err)
 	}
 	return nil
@@ -222,5 +226,6 @@ func (p *parquetWriter) Bytes() int64 {
 func (p *parquetWriter) Close() error {
 	err := p.flush()
 	p.rb.Release()
+	p.mem.reset()
 	return errors.Join(err, p.fw.Close())
 }
