@@ -319,3 +319,67 @@ func fieldNames(rec *avro.RecordSchema) []string {
 	}
 	return names
 }
+
+// bindAppender binds fn to b, a top-level builder (the RecordBuilder keeps
+// it across row groups), with a fast path for the Go type that needs no
+// conversion: a string for a string column, an int64 for a long, and so on.
+// Every other value (nil, a union wrapper, a JSON number, a text
+// timestamp) takes fn, so the result is the same either way.
+func bindAppender(b array.Builder, fn appendFn) func(v any) error {
+	switch bb := b.(type) {
+	case *array.StringBuilder:
+		return func(v any) error {
+			if x, ok := v.(string); ok {
+				bb.Append(x)
+				return nil
+			}
+			return fn(b, v)
+		}
+	case *array.Int64Builder:
+		return func(v any) error {
+			if x, ok := v.(int64); ok {
+				bb.Append(x)
+				return nil
+			}
+			return fn(b, v)
+		}
+	case *array.Int32Builder:
+		return func(v any) error {
+			if x, ok := v.(int32); ok {
+				bb.Append(x)
+				return nil
+			}
+			return fn(b, v)
+		}
+	case *array.Float64Builder:
+		return func(v any) error {
+			if x, ok := v.(float64); ok {
+				bb.Append(x)
+				return nil
+			}
+			return fn(b, v)
+		}
+	case *array.BooleanBuilder:
+		return func(v any) error {
+			if x, ok := v.(bool); ok {
+				bb.Append(x)
+				return nil
+			}
+			return fn(b, v)
+		}
+	case *array.TimestampBuilder:
+		micros := bb.Type().(*arrow.TimestampType).Unit == arrow.Microsecond
+		return func(v any) error {
+			if t, ok := v.(time.Time); ok {
+				if micros {
+					bb.Append(arrow.Timestamp(t.UnixMicro()))
+				} else {
+					bb.Append(arrow.Timestamp(t.UnixMilli()))
+				}
+				return nil
+			}
+			return fn(b, v)
+		}
+	}
+	return func(v any) error { return fn(b, v) }
+}

@@ -19,6 +19,7 @@ type parquetWriter struct {
 	rb       *array.RecordBuilder
 	mem      *recycler
 	fns      []appendFn
+	puts     []func(v any) error // fns bound to their top-level builders
 	names    []string
 	nfields  int
 	meta     bool
@@ -113,12 +114,16 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		fns: fns, names: fieldNames(rec), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen,
 	}
+	pw.puts = make([]func(any) error, len(fns))
+	for i, fn := range fns {
+		pw.puts[i] = bindAppender(pw.rb.Field(i), fn)
+	}
 	return pw, nil
 }
 
 func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
-	for i, fn := range p.fns {
-		if err := fn(p.rb.Field(i), value[p.names[i]]); err != nil {
+	for i, put := range p.puts {
+		if err := put(value[p.names[i]]); err != nil {
 			return errors.Join(err, p.recoverRow())
 		}
 	}
