@@ -148,6 +148,12 @@ func (l *Log) Changed() <-chan struct{} {
 	return l.changed
 }
 
+// segmentIndexLocked returns the index of the segment that holds offset: the
+// last one whose base offset is at or below it (0 when offset precedes them all).
+func (l *Log) segmentIndexLocked(offset int64) int {
+	return max(sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })-1, 0)
+}
+
 func (l *Log) notifyLocked() {
 	if l.changed != nil {
 		close(l.changed)

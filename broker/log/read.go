@@ -3,7 +3,6 @@ package log
 import (
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"syscall"
 
@@ -170,8 +169,8 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Region, error) 
 			l.mu.RUnlock()
 			return emptyRegion{}, nil
 		}
-		i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
-		s := l.segments[max(i, 0)]
+		i := l.segmentIndexLocked(offset)
+		s := l.segments[i]
 		end, isLast := s.size, i == len(l.segments)-1
 		f, err := l.cache.acquire(s.h)
 		l.mu.RUnlock()

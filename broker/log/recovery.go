@@ -295,8 +295,7 @@ func (l *Log) createFirstSegment(base int64) error {
 func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 	k, pos, next := 0, int64(0), l.segments[0].base
 	if haveCkpt {
-		k = sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > ckpt.RecoveryOffset }) - 1
-		k = max(k, 0)
+		k = l.segmentIndexLocked(ckpt.RecoveryOffset)
 		if s := l.segments[k]; s.base == ckpt.RecoverySegment && ckpt.RecoveryPosition <= s.size && ckpt.RecoveryOffset >= s.base {
 			pos, next = ckpt.RecoveryPosition, ckpt.RecoveryOffset
 			if !l.batchStartsAt(s, pos, next) {
@@ -483,7 +482,7 @@ func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
 	if from >= l.leo {
 		return nil
 	}
-	i := max(sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > from })-1, 0)
+	i := l.segmentIndexLocked(from)
 	for ; i < len(l.segments); i++ {
 		s := l.segments[i]
 		if err := s.ensureLoaded(l.fs, s.size); err != nil {

@@ -24,7 +24,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < l.logStart {
 		return l.truncateFullyLocked(offset)
 	}
-	k := max(sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })-1, 0)
+	k := l.segmentIndexLocked(offset)
 	s := l.segments[k]
 	if err := s.ensureLoaded(l.fs, s.size); err != nil {
 		return err
