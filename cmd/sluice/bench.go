@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/broker/tools"
+	"github.com/sluicehq/sluice/internal/kafka"
 )
 
 func init() { extraCommands = append(extraCommands, newBenchCommand) }
@@ -16,7 +16,7 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure produce and consume throughput and latency against a Kafka-protocol broker",
 	}
-	var p tools.ProducerBenchOptions
+	var p kafka.ProducerBenchOptions
 	produce := &cobra.Command{
 		Use:   "produce",
 		Short: "Send records as fast as allowed; print records/s, MB/s and latency percentiles (like ProducerPerformance)",
@@ -24,7 +24,7 @@ func newBenchCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
-			res, err := tools.ProducerBench(ctx, p, c.ErrOrStderr())
+			res, err := kafka.ProducerBench(ctx, p, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -33,7 +33,7 @@ func newBenchCommand() *cobra.Command {
 		},
 	}
 	pf := produce.Flags()
-	pf.StringVar(&p.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	pf.StringVar(&p.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	pf.StringVarP(&p.Topic, "topic", "t", "sluice-bench", "topic to write to")
 	pf.Int64Var(&p.Records, "records", 1_000_000, "records to send")
 	pf.IntVar(&p.RecordSize, "record-size", 100, "value size in bytes")
@@ -45,7 +45,7 @@ func newBenchCommand() *cobra.Command {
 	pf.Int32Var(&p.BatchMaxBytes, "batch-size", 0, "max bytes per record batch (0: client default, 1 MB)")
 	pf.DurationVar(&p.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")
 
-	var cns tools.ConsumerBenchOptions
+	var cns kafka.ConsumerBenchOptions
 	consume := &cobra.Command{
 		Use:   "consume",
 		Short: "Read records from the start of a topic; print records/s and MB/s (like ConsumerPerformance)",
@@ -53,7 +53,7 @@ func newBenchCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
-			res, err := tools.ConsumerBench(ctx, cns, c.ErrOrStderr())
+			res, err := kafka.ConsumerBench(ctx, cns, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ func newBenchCommand() *cobra.Command {
 		},
 	}
 	cf := consume.Flags()
-	cf.StringVar(&cns.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	cf.StringVar(&cns.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	cf.StringVarP(&cns.Topic, "topic", "t", "sluice-bench", "topic to read")
 	cf.Int64Var(&cns.Records, "records", 1_000_000, "records to read")
 	cf.DurationVar(&cns.Timeout, "timeout", 10*time.Second, "fail when no record arrived for this long")

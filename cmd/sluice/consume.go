@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/broker/tools"
+	"github.com/sluicehq/sluice/internal/kafka"
 )
 
 func init() { extraCommands = append(extraCommands, newConsumeCommand) }
 
 func newConsumeCommand() *cobra.Command {
 	var (
-		opts       tools.ConsumeOptions
+		opts       kafka.ConsumeOptions
 		partitions []int32
 		quiet      bool
 	)
@@ -29,7 +29,7 @@ func newConsumeCommand() *cobra.Command {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts.Progress = c.ErrOrStderr()
-			n, err := tools.Consume(ctx, opts, c.OutOrStdout())
+			n, err := kafka.Consume(ctx, opts, c.OutOrStdout())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "consumed %d records from %s\n", n, opts.Topic)
 			}
@@ -40,7 +40,7 @@ func newConsumeCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	f.StringVar(&opts.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	f.StringVarP(&opts.Topic, "topic", "t", "", "topic to read (required)")
 	f.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	f.Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated; default all)")

@@ -1,5 +1,5 @@
 // Command sluice is the single binary of the sluice project: the broker, the
-// loader, the scheduler and the command-line tools. This package only parses
+// loader, the scheduler and the command-line kafka. This package only parses
 // flags and wires packages together.
 package main
 

@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/broker/tools"
+	"github.com/sluicehq/sluice/internal/kafka"
 )
 
 func init() { extraCommands = append(extraCommands, newProduceCommand) }
 
 func newProduceCommand() *cobra.Command {
 	var (
-		opts  tools.ProduceOptions
+		opts  kafka.ProduceOptions
 		quiet bool
 	)
 	cmd := &cobra.Command{
@@ -26,7 +26,7 @@ func newProduceCommand() *cobra.Command {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts.Progress = c.ErrOrStderr()
-			n, err := tools.Produce(ctx, opts, c.InOrStdin())
+			n, err := kafka.Produce(ctx, opts, c.InOrStdin())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "produced %d records to %s\n", n, opts.Topic)
 			}
@@ -34,7 +34,7 @@ func newProduceCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	f.StringVar(&opts.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	f.StringVarP(&opts.Topic, "topic", "t", "", "topic to write to (required)")
 	f.StringVarP(&opts.KeySeparator, "key-separator", "K", "", "split each line into key and value at the first occurrence of this string")
 	f.StringVarP(&opts.Compression, "compression", "z", "none", "batch compression: none, gzip, snappy, lz4 or zstd")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/broker/tools"
+	"github.com/sluicehq/sluice/internal/kafka"
 )
 
 func init() { extraCommands = append(extraCommands, newTopicsCommand) }
@@ -25,15 +25,15 @@ func newTopicsCommand() *cobra.Command {
 		Use:   "topics",
 		Short: "Create, list, describe and delete topics on a Kafka-protocol broker",
 	}
-	cmd.PersistentFlags().StringVar(&bootstrap, "bootstrap", tools.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
+	cmd.PersistentFlags().StringVar(&bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
 
-	withAdmin := func(c *cobra.Command, fn func(ctx context.Context, a *tools.Admin) error) error {
+	withAdmin := func(c *cobra.Command, fn func(ctx context.Context, a *kafka.Admin) error) error {
 		ctx, cancel := signalContext(c.Context())
 		defer cancel()
 		ctx, cancelT := context.WithTimeout(ctx, timeout)
 		defer cancelT()
-		a, err := tools.NewAdmin(bootstrap)
+		a, err := kafka.NewAdmin(bootstrap)
 		if err != nil {
 			return err
 		}
@@ -51,12 +51,12 @@ func newTopicsCommand() *cobra.Command {
 		Short: "Create a topic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := tools.ParseConfigs(configs)
+			cfg, err := kafka.ParseConfigs(configs)
 			if err != nil {
 				return err
 			}
-			spec := tools.TopicSpec{Name: args[0], Partitions: partitions, ReplicationFactor: replication, Configs: cfg}
-			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+			spec := kafka.TopicSpec{Name: args[0], Partitions: partitions, ReplicationFactor: replication, Configs: cfg}
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
 				return a.CreateTopic(ctx, spec, c.OutOrStdout())
 			})
 		},
@@ -71,7 +71,7 @@ func newTopicsCommand() *cobra.Command {
 		Short: "List topic names",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
 				return a.ListTopics(ctx, internal, c.OutOrStdout())
 			})
 		},
@@ -82,7 +82,7 @@ func newTopicsCommand() *cobra.Command {
 		Use:   "describe [TOPIC...]",
 		Short: "Show partitions, leaders, offsets and configs of topics (all when none named)",
 		RunE: func(c *cobra.Command, args []string) error {
-			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
 				return a.DescribeTopics(ctx, args, c.OutOrStdout())
 			})
 		},
@@ -93,7 +93,7 @@ func newTopicsCommand() *cobra.Command {
 		Short: "Delete topics",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withAdmin(c, func(ctx context.Context, a *tools.Admin) error {
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
 				return a.DeleteTopics(ctx, args, c.OutOrStdout())
 			})
 		},

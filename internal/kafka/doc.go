@@ -1,4 +1,5 @@
-// Package tools holds the logic of sluice's Kafka-protocol command-line tools:
+// Package kafka holds sluice's client side of the Kafka protocol: bootstrap lists, codec names and
+// franz-go options (shared by the command-line tools and the loader), and the logic of the command-line tools:
 // topic administration, a line producer, a consumer with a record formatter,
 // and producer / consumer benchmarks in the manner of Apache Kafka's
 // ProducerPerformance and ConsumerPerformance. Everything talks to a broker
@@ -13,4 +14,4 @@
 // Every function returns an error wrapping ErrBadInput when the user's input
 // cannot work (an unknown codec, a malformed --from, a missing topic name), so
 // the command can exit non-zero with a one-line reason.
-package tools
+package kafka

@@ -1,4 +1,4 @@
-package tools
+package kafka
 
 import (
 	"bufio"
@@ -86,7 +86,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 
 	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
-		return 0, fmt.Errorf("tools: client: %w", err)
+		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
 	adm := kadm.NewClient(meta)
 	partitions, remaining, err := plan(ctx, adm, opts, from)
@@ -112,7 +112,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 	}
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
-		return 0, fmt.Errorf("tools: client: %w", err)
+		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
 	// printed is, per partition, the offset after the last record written
 	// out: what a group commits (a poll may return more than --max allows).
@@ -159,7 +159,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 				return
 			}
 			if ferr == nil {
-				ferr = fmt.Errorf("tools: fetch %s[%d]: %w", t, p, err)
+				ferr = fmt.Errorf("kafka: fetch %s[%d]: %w", t, p, err)
 			}
 		})
 		if ferr != nil {
@@ -172,7 +172,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 			}
 			buf = format.Format(buf[:0], r)
 			if err := writeAll(bw, buf); err != nil && ferr == nil {
-				ferr = fmt.Errorf("tools: write output: %w", err)
+				ferr = fmt.Errorf("kafka: write output: %w", err)
 			}
 			n++
 			progress.Add(1, int64(len(r.Key)+len(r.Value)))
@@ -194,7 +194,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 			return n, bw.Flush()
 		}
 		if err := bw.Flush(); err != nil {
-			return n, fmt.Errorf("tools: write output: %w", err)
+			return n, fmt.Errorf("kafka: write output: %w", err)
 		}
 		commit()
 	}
@@ -205,7 +205,7 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 func plan(ctx context.Context, adm *kadm.Client, opts ConsumeOptions, from kgo.Offset) ([]int32, map[int32]int64, error) {
 	details, err := adm.ListTopics(ctx, opts.Topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tools: metadata for %q: %w", opts.Topic, err)
+		return nil, nil, fmt.Errorf("kafka: metadata for %q: %w", opts.Topic, err)
 	}
 	d, ok := details[opts.Topic]
 	if !ok || d.Err != nil {
@@ -232,23 +232,23 @@ func plan(ctx context.Context, adm *kadm.Client, opts ConsumeOptions, from kgo.O
 	}
 	ends, err := adm.ListEndOffsets(ctx, opts.Topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tools: end offsets of %q: %w", opts.Topic, err)
+		return nil, nil, fmt.Errorf("kafka: end offsets of %q: %w", opts.Topic, err)
 	}
 	starts, err := adm.ListStartOffsets(ctx, opts.Topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tools: start offsets of %q: %w", opts.Topic, err)
+		return nil, nil, fmt.Errorf("kafka: start offsets of %q: %w", opts.Topic, err)
 	}
 	var committed kadm.OffsetResponses
 	if opts.Group != "" {
 		committed, err = adm.FetchOffsets(ctx, opts.Group)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tools: committed offsets of group %q: %w", opts.Group, err)
+			return nil, nil, fmt.Errorf("kafka: committed offsets of group %q: %w", opts.Group, err)
 		}
 	}
 	for _, p := range partitions {
 		end, ok := ends.Lookup(opts.Topic, p)
 		if !ok || end.Err != nil {
-			return nil, nil, fmt.Errorf("tools: end offset of %s[%d] unknown", opts.Topic, p)
+			return nil, nil, fmt.Errorf("kafka: end offset of %s[%d] unknown", opts.Topic, p)
 		}
 		start := end.Offset // latest
 		if at := from.EpochOffset().Offset; at >= 0 {

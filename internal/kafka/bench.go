@@ -1,4 +1,4 @@
-package tools
+package kafka
 
 import (
 	"context"
@@ -141,7 +141,7 @@ func EnsureTopic(ctx context.Context, bootstrap, topic string, partitions int32)
 	defer adm.Close()
 	_, err = adm.adm.CreateTopic(ctx, partitions, -1, nil, topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("tools: create topic %q: %w", topic, err)
+		return fmt.Errorf("kafka: create topic %q: %w", topic, err)
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	kopts = append(kopts, kgo.DefaultProduceTopic(opts.Topic), kgo.AllowAutoTopicCreation(), kgo.MaxBufferedRecords(1<<16))
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
 	}
 	defer cl.Close()
 
@@ -241,10 +241,10 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return BenchResult{}, fmt.Errorf("tools: produce: %w", w.err)
+		return BenchResult{}, fmt.Errorf("kafka: produce: %w", w.err)
 	}
 	if flushErr != nil {
-		return BenchResult{}, fmt.Errorf("tools: flush: %w", flushErr)
+		return BenchResult{}, fmt.Errorf("kafka: flush: %w", flushErr)
 	}
 	h := &w.latencies
 	res := BenchResult{Records: h.n, Bytes: w.totalB, Elapsed: elapsed, Produced: true}
@@ -303,12 +303,12 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	}
 	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
 	}
 	details, err := kadm.NewClient(meta).ListTopics(ctx, opts.Topic)
 	meta.Close()
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("tools: metadata for %q: %w", opts.Topic, err)
+		return BenchResult{}, fmt.Errorf("kafka: metadata for %q: %w", opts.Topic, err)
 	}
 	d, ok := details[opts.Topic]
 	if !ok || d.Err != nil || len(d.Partitions) == 0 {
@@ -322,7 +322,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
 		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20))
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("tools: client: %w", err)
+		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
 	}
 	defer cl.Close()
 
@@ -339,13 +339,13 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
 			if ferr == nil {
-				ferr = fmt.Errorf("tools: fetch %s[%d]: %w", t, p, err)
+				ferr = fmt.Errorf("kafka: fetch %s[%d]: %w", t, p, err)
 			}
 		})
 		if fetches.NumRecords() == 0 && ferr != nil {
 			res.Elapsed = clock.Now().Sub(start)
 			if errors.Is(ferr, context.DeadlineExceeded) {
-				return res, fmt.Errorf("tools: no record for %s after %d of %d records", timeout, res.Records, opts.Records)
+				return res, fmt.Errorf("kafka: no record for %s after %d of %d records", timeout, res.Records, opts.Records)
 			}
 			return res, ferr
 		}

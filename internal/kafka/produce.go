@@ -1,4 +1,4 @@
-package tools
+package kafka
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 	kopts = append(kopts, kgo.DefaultProduceTopic(opts.Topic), kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(3))
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
-		return 0, fmt.Errorf("tools: client: %w", err)
+		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
 	defer cl.Close()
 
@@ -84,7 +84,7 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 			defer mu.Unlock()
 			if err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("tools: produce to %s[%d]: %w", r.Topic, r.Partition, err)
+					firstErr = fmt.Errorf("kafka: produce to %s[%d]: %w", r.Topic, r.Partition, err)
 				}
 				return
 			}
@@ -105,9 +105,9 @@ func Produce(ctx context.Context, opts ProduceOptions, in io.Reader) (int64, err
 	case firstErr != nil:
 		return acked, firstErr
 	case scanErr != nil:
-		return acked, fmt.Errorf("tools: read input: %w", scanErr)
+		return acked, fmt.Errorf("kafka: read input: %w", scanErr)
 	case flushErr != nil:
-		return acked, fmt.Errorf("tools: flush: %w", flushErr)
+		return acked, fmt.Errorf("kafka: flush: %w", flushErr)
 	}
 	return acked, nil
 }

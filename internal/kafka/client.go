@@ -1,4 +1,4 @@
-package tools
+package kafka
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 const DefaultBootstrap = "127.0.0.1:9092"
 
 // ErrBadInput is wrapped by every error that a user's flags or input caused.
-var ErrBadInput = errors.New("tools: bad input")
+var ErrBadInput = errors.New("kafka: bad input")
 
 func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadInput, fmt.Sprintf(format, args...))

@@ -1,4 +1,4 @@
-package tools
+package kafka
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func NewAdmin(bootstrap string) (*Admin, error) {
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
-		return nil, fmt.Errorf("tools: client: %w", err)
+		return nil, fmt.Errorf("kafka: client: %w", err)
 	}
 	return &Admin{cl: cl, adm: kadm.NewClient(cl)}, nil
 }
@@ -77,7 +77,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, w io.Writer) er
 	}
 	resp, err := a.adm.CreateTopic(ctx, spec.Partitions, spec.ReplicationFactor, configs, spec.Name)
 	if err != nil {
-		return fmt.Errorf("tools: create topic %q: %w%s", spec.Name, err, errMessage(resp.ErrMessage))
+		return fmt.Errorf("kafka: create topic %q: %w%s", spec.Name, err, errMessage(resp.ErrMessage))
 	}
 	_, err = fmt.Fprintf(w, "created topic %s with %d partitions, replication factor %d\n", resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
 	return err
@@ -102,7 +102,7 @@ func (a *Admin) ListTopics(ctx context.Context, internal bool, w io.Writer) erro
 		details, err = a.adm.ListTopics(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("tools: list topics: %w", err)
+		return fmt.Errorf("kafka: list topics: %w", err)
 	}
 	for _, name := range details.Names() {
 		if _, err := fmt.Fprintln(w, name); err != nil {
@@ -117,7 +117,7 @@ func (a *Admin) ListTopics(ctx context.Context, internal bool, w io.Writer) erro
 func (a *Admin) DescribeTopics(ctx context.Context, topics []string, w io.Writer) error {
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("tools: describe topics: %w", err)
+		return fmt.Errorf("kafka: describe topics: %w", err)
 	}
 	names := details.Names()
 	if len(topics) > 0 {
@@ -132,7 +132,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, w io.Writer
 			if ok {
 				reason = d.Err.Error()
 			}
-			errs = append(errs, fmt.Errorf("tools: topic %q: %s", name, reason))
+			errs = append(errs, fmt.Errorf("kafka: topic %q: %s", name, reason))
 			continue
 		}
 		starts, _ := a.adm.ListStartOffsets(ctx, name)
@@ -178,16 +178,16 @@ func (a *Admin) DeleteTopics(ctx context.Context, topics []string, w io.Writer) 
 	}
 	resps, err := a.adm.DeleteTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("tools: delete topics: %w", err)
+		return fmt.Errorf("kafka: delete topics: %w", err)
 	}
 	var errs []error
 	for _, t := range topics {
 		r, ok := resps[t]
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("tools: delete topic %q: not in the broker's answer", t))
+			errs = append(errs, fmt.Errorf("kafka: delete topic %q: not in the broker's answer", t))
 		case r.Err != nil:
-			errs = append(errs, fmt.Errorf("tools: delete topic %q: %w%s", t, r.Err, errMessage(r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("kafka: delete topic %q: %w%s", t, r.Err, errMessage(r.ErrMessage)))
 		default:
 			fmt.Fprintf(w, "deleted topic %s\n", t)
 		}
