@@ -43,16 +43,18 @@ type Server struct {
 	pids     *producerIDs
 	metrics  *metrics
 	sessions *fetchSessions // incremental fetch sessions
+	reqMem   *requestMemory // queued.max.request.bytes over all connections
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex // guards the fields below
-	listeners []net.Listener
-	conns     map[*conn]struct{}
-	advertise hostPort
-	closed    bool
+	mu         sync.Mutex // guards the fields below
+	listeners  []net.Listener
+	conns      map[*conn]struct{}
+	connsPerIP map[string]int // open connections per client IP (max.connections.per.ip)
+	advertise  hostPort
+	closed     bool
 
 	connWG      sync.WaitGroup // one per connection
 	retentionWG sync.WaitGroup
@@ -115,8 +117,8 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)),
-		ctx:      ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m),
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock}
 	s.retentionWG.Add(1)
 	go s.retentionLoop()
 	return s, nil
@@ -139,7 +141,10 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 }
 
 // Serve accepts connections on ln until Shutdown. It returns ErrClosed after
-// Shutdown, or the accept error.
+// Shutdown, or net.ErrClosed if ln was closed by someone else. Other accept
+// errors (such as running out of file descriptors) are logged, counted and
+// retried with a backoff of up to a second. A connection beyond
+// max.connections or max.connections.per.ip is closed as it arrives.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
@@ -160,15 +165,26 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.ctx.Err() != nil {
 				return ErrClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Out of descriptors (EMFILE/ENFILE), out of buffers, an aborted
+			// handshake: none is a reason to stop serving the connections
+			// already open. Back off as net/http does and try again.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.metrics.acceptErrors.Inc()
+			s.logger.Warn("accept failed; retrying", "addr", ln.Addr().String(), "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return ErrClosed
+			case <-t.C:
+			}
+			continue
 		}
 		backoff = 0
+		ip := remoteIP(nc)
 		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
@@ -176,7 +192,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = nc.Close()
 			return ErrClosed
 		}
+		if refused := s.admitLocked(ip); refused != "" {
+			s.mu.Unlock()
+			_ = nc.Close()
+			s.metrics.connsRefused.WithLabelValues(refused).Inc()
+			s.logger.Debug("connection refused", "remote", nc.RemoteAddr().String(), "limit", refused)
+			continue
+		}
+		c.ip = ip
 		s.conns[c] = struct{}{}
+		s.connsPerIP[ip]++
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		s.metrics.connsActive.Inc()
@@ -185,9 +210,34 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// admitLocked returns "" if a new connection from ip is within
+// max.connections and max.connections.per.ip, else the name of the limit
+// it would cross.
+func (s *Server) admitLocked(ip string) string {
+	if int64(len(s.conns)) >= s.cfg.MaxConnections {
+		return "max.connections"
+	}
+	if int64(s.connsPerIP[ip]) >= s.cfg.MaxConnectionsPerIP {
+		return "max.connections.per.ip"
+	}
+	return ""
+}
+
+// remoteIP is the client address a connection counts against for
+// max.connections.per.ip.
+func remoteIP(nc net.Conn) string {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}
+
 func (s *Server) connDone(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.connsPerIP[c.ip]--; s.connsPerIP[c.ip] <= 0 {
+		delete(s.connsPerIP, c.ip)
+	}
 	s.mu.Unlock()
 	s.metrics.connsActive.Dec()
 	s.connWG.Done()

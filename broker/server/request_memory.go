@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"sync"
+)
+
+// requestMemory bounds the bytes of request frames held by all connections
+// together (queued.max.request.bytes): frames being read and frames read but
+// not yet answered. A connection reserves memory as its frame buffer grows,
+// which it does only as bytes arrive, so a size prefix that lies costs
+// nothing until the bytes come. When the bound is used up, connections stop
+// reading (TCP then pushes back on the clients) until answered frames release
+// their memory.
+//
+// No deadlock: a reader that must wait in the middle of a frame may take the
+// single overflow pass and finish that frame beyond the bound, so some frame
+// always completes. Hence at most queued.max.request.bytes plus one frame
+// (plus the last growth step admitted below the bound) are held.
+type requestMemory struct {
+	limit   int64 // < 0: no bound
+	metrics *metrics
+
+	mu       sync.Mutex // guards the fields below
+	used     int64
+	wake     chan struct{} // closed (and dropped) when memory is released
+	overflow *conn         // the connection finishing a frame beyond the bound
+}
+
+func newRequestMemory(limit int64, m *metrics) *requestMemory {
+	return &requestMemory{limit: limit, metrics: m}
+}
+
+// reserve adds n bytes for c's frame, waiting while the bound is used up.
+// midFrame says c has begun reading a frame (and so may take the overflow
+// pass). It returns false if ctx ended while waiting.
+func (m *requestMemory) reserve(ctx context.Context, c *conn, n int64, midFrame bool) bool {
+	waited := false
+	for {
+		m.mu.Lock()
+		full := m.limit >= 0 && m.used >= m.limit
+		if full && midFrame && m.overflow == nil {
+			m.overflow = c
+		}
+		if !full || m.overflow == c {
+			m.used += n
+			m.mu.Unlock()
+			m.metrics.queuedBytes.Add(float64(n))
+			return true
+		}
+		if m.wake == nil {
+			m.wake = make(chan struct{})
+		}
+		wake := m.wake
+		m.mu.Unlock()
+		if !waited {
+			waited = true
+			m.metrics.readWaits.Inc()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// release returns n reserved bytes.
+func (m *requestMemory) release(n int64) {
+	if n == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.used -= n
+	m.wakeLocked()
+	m.mu.Unlock()
+	m.metrics.queuedBytes.Sub(float64(n))
+}
+
+// frameRead ends c's overflow pass, if it holds it: its frame is complete
+// (or abandoned).
+func (m *requestMemory) frameRead(c *conn) {
+	m.mu.Lock()
+	if m.overflow == c {
+		m.overflow = nil
+		m.wakeLocked()
+	}
+	m.mu.Unlock()
+}
+
+func (m *requestMemory) wakeLocked() {
+	if m.wake != nil {
+		close(m.wake)
+		m.wake = nil
+	}
+}
+
+// inUse returns the bytes reserved (tests).
+func (m *requestMemory) inUse() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
