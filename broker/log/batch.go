@@ -119,9 +119,9 @@ func checkCRC(b []byte, h *batchHeader) error {
 	return nil
 }
 
-// validateClientBatch checks one whole batch b as received from a producer.
-// It never decompresses: for compressed batches the record count is checked
-// against lastOffsetDelta; for uncompressed ones the record framing is walked.
+// validateClientBatch checks one whole batch b as received from a producer:
+// the header, the CRC, and the records against the header's count (walked in
+// place when uncompressed, decompressed as a stream otherwise: validate.go).
 func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 	if len(b) < batchHeaderSize {
 		return batchHeader{}, fmt.Errorf("%w: %d bytes, shorter than a v2 batch header", ErrCorruptBatch, len(b))
@@ -161,6 +161,8 @@ func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 		if err := walkRecords(b[batchHeaderSize:], h.RecordCount); err != nil {
 			return h, err
 		}
+	} else if err := validateCompressedRecords(b, &h, maxDecompressed); err != nil {
+		return h, err
 	}
 	return h, nil
 }

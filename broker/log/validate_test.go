@@ -1,0 +1,157 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// withCRC recomputes a batch's CRC after a test edited it.
+func withCRC(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crcTable))
+	return b
+}
+
+// rawBatch builds a batch whose header says count records and codec, around
+// the records area recs (already compressed, or garbage).
+func rawBatch(codec int16, count int32, recs []byte) []byte {
+	b := testBatch{values: [][]byte{[]byte("x")}, producerID: -1, timestamp: 1}.encode()[:batchHeaderSize]
+	b = append(b, recs...)
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-logOverhead))
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(codec&attrCompressionMask))
+	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(count-1))
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
+	return withCRC(b)
+}
+
+var allCodecs = []int16{codecGzip, codecSnappy, codecSnappyXerial, codecLZ4, codecZstd}
+
+func codecName(c int16) string {
+	return map[int16]string{codecNone: "none", codecGzip: "gzip", codecSnappy: "snappy", codecSnappyXerial: "snappy-xerial", codecLZ4: "lz4", codecZstd: "zstd"}[c]
+}
+
+func TestValidateCompressedAcceptsEveryCodec(t *testing.T) {
+	for _, codec := range append([]int16{codecNone}, allCodecs...) {
+		vals := make([][]byte, 500)
+		for i := range vals {
+			vals[i] = []byte(strings.Repeat(fmt.Sprint(i), 1+i%40))
+		}
+		b := testBatch{values: vals, codec: codec, producerID: -1, timestamp: 5}.encode()
+		if _, err := validateClientBatch(b, 1<<20); err != nil {
+			t.Fatalf("%s: valid batch refused: %v", codecName(codec), err)
+		}
+	}
+}
+
+// TestValidateCompressedRefusesLies: each batch has a valid header and CRC,
+// so today's header-only checks pass it; what is inside does not match.
+func TestValidateCompressedRefusesLies(t *testing.T) {
+	raw := func(n int, delta func(i int) int) []byte {
+		var recs []byte
+		for i := 0; i < n; i++ {
+			var body []byte
+			body = append(body, 0)
+			body = binary.AppendVarint(body, int64(i))
+			body = binary.AppendVarint(body, int64(delta(i)))
+			body = binary.AppendVarint(body, -1)
+			body = binary.AppendVarint(body, 3)
+			body = append(body, "val"...)
+			body = binary.AppendVarint(body, 0)
+			recs = binary.AppendVarint(recs, int64(len(body)))
+			recs = append(recs, body...)
+		}
+		return recs
+	}
+	seq := func(i int) int { return i }
+	garbage := bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef, 0x01}, 20)
+	for _, codec := range allCodecs {
+		cases := []struct {
+			name  string
+			batch []byte
+		}{
+			{"garbage payload", rawBatch(codec, 1, garbage)},
+			{"empty payload", rawBatch(codec, 1, nil)},
+			{"count 2^31-1", rawBatch(codec, math.MaxInt32, compressOnce(codec, raw(2, seq)))},
+			{"count above the records", rawBatch(codec, 3, compressOnce(codec, raw(2, seq)))},
+			{"records beyond the count", rawBatch(codec, 2, compressOnce(codec, raw(3, seq)))},
+			{"offset deltas with a gap", rawBatch(codec, 3, compressOnce(codec, raw(3, func(i int) int { return 2 * i })))},
+			{"truncated stream", rawBatch(codec, 2, compressOnce(codec, raw(2, seq))[:8])},
+		}
+		for _, c := range cases {
+			_, err := validateClientBatch(c.batch, 1<<20)
+			if !IsCorrupt(err) {
+				t.Errorf("%s, %s: got %v, want a corrupt-batch error", codecName(codec), c.name, err)
+			}
+		}
+	}
+}
+
+// TestValidateCompressedBoundsDecompression: a small batch that expands
+// beyond the bound is refused as it streams, without holding it in memory
+// (the bound is lowered to 4 MiB to keep the test quick).
+func TestValidateCompressedBoundsDecompression(t *testing.T) {
+	const limit = 4 << 20
+	vals := make([][]byte, 5)
+	for i := range vals {
+		vals[i] = bytes.Repeat([]byte{'z'}, 1<<20)
+	}
+	for _, codec := range allCodecs {
+		b := testBatch{values: vals, codec: codec, producerID: -1, timestamp: 1}.encode()
+		h := parseHeader(b)
+		err := validateCompressedRecords(b, &h, limit)
+		if !IsCorrupt(err) || !strings.Contains(err.Error(), "decompresses beyond") {
+			t.Errorf("%s: a %d-byte batch expanding to 5 MiB: %v", codecName(codec), len(b), err)
+		}
+		if err := validateCompressedRecords(b, &h, 8<<20); err != nil {
+			t.Errorf("%s: within the bound: %v", codecName(codec), err)
+		}
+	}
+}
+
+func TestReadVarintMatchesBinary(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, 1 << 20, math.MaxInt64, math.MinInt64} {
+		enc := binary.AppendVarint(nil, v)
+		got, n, err := readVarint(bytes.NewReader(enc))
+		if err != nil || got != v || n != len(enc) {
+			t.Fatalf("readVarint(%d) = %d, %d, %v", v, got, n, err)
+		}
+	}
+	if _, _, err := readVarint(bytes.NewReader(bytes.Repeat([]byte{0xff}, 11))); err == nil {
+		t.Fatal("an 11-byte varint was accepted")
+	}
+}
+
+// BenchmarkValidateBatch reports what validation costs per MB of records
+// (b.SetBytes is the uncompressed records size): about 1 MiB of page-view-
+// like records per batch, as producers batch them.
+func BenchmarkValidateBatch(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	words := []string{"GET", "POST", "/index.html", "/cart", "/api/v1/items", "200", "404", "Mozilla/5.0", "curl/8.1", "de", "fr", "us"}
+	vals := make([][]byte, 4000)
+	raw := 0
+	for i := range vals {
+		var sb strings.Builder
+		for sb.Len() < 250 {
+			fmt.Fprintf(&sb, `"%s":%d,`, words[rng.Intn(len(words))], rng.Intn(1_000_000))
+		}
+		vals[i] = []byte(sb.String())
+		raw += len(vals[i])
+	}
+	for _, codec := range append([]int16{codecNone}, allCodecs...) {
+		batch := testBatch{values: vals, codec: codec, producerID: -1, timestamp: 1}.encode()
+		b.Run(codecName(codec), func(b *testing.B) {
+			b.SetBytes(int64(raw))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := validateClientBatch(batch, 64<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
