@@ -312,6 +312,11 @@ func parseHeader(b []byte) (header, []byte, error) {
 // skipTags skips a tagged-field section; ok is false when it is truncated.
 func skipTags(b []byte) ([]byte, bool) {
 	r := kbin.Reader{Src: b}
+	return skipTagsReader(&r)
+}
+
+// skipTagsReader skips a tagged-field section at r.
+func skipTagsReader(r *kbin.Reader) ([]byte, bool) {
 	n := r.Uvarint()
 	for i := uint32(0); i < n && r.Ok(); i++ {
 		r.Uvarint()
@@ -362,7 +367,12 @@ func (c *conn) handle(f frame) (err error) {
 			return fmt.Errorf("%w: truncated header tags", ErrBadFrame)
 		}
 	}
-	if err := req.ReadFrom(body); err != nil {
+	if a.decode != nil {
+		req, err = a.decode(hdr.version, body)
+	} else {
+		err = req.ReadFrom(body)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s v%d: cannot decode body: %v", ErrBadFrame, a.name, hdr.version, err)
 	}
 	rc := &requestContext{ctx: c.ctx, conn: c, hdr: hdr, logger: c.logger}

@@ -11,6 +11,10 @@ type api struct {
 	// (Produce 0-2).
 	advertisedMin, max int16
 	handle             func(s *Server, rc *requestContext, req kmsg.Request) (reply, error)
+	// decode, if set, replaces kmsg's decoding of the body (after the
+	// header's tags): for requests whose repeated entries must be bounded
+	// while decoding.
+	decode func(version int16, body []byte) (kmsg.Request, error)
 }
 
 const apiVersionsKey = 18
@@ -26,7 +30,7 @@ func init() {
 		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce},
 		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
 		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
-		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata},
+		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata, decode: decodeMetadata},
 		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
 		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
 		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
