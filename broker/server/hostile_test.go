@@ -450,3 +450,112 @@ func metricValue(m prometheus.Metric) float64 {
 	}
 	return d.Gauge.GetValue()
 }
+
+// TestListOffsetsDecompressionBudget: the timestamp search decompresses at
+// most the request's budget over all its partitions (it had no bound across
+// partitions or requests); beyond it the answer is the batch holding the
+// first record at or after the timestamp.
+func TestListOffsetsDecompressionBudget(t *testing.T) {
+	ts := startServer(t, "", nil)
+	cl := newClient(t, ts.addr, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerLinger(time.Second))
+	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "times"); err != nil {
+		t.Fatal(err)
+	}
+	base := time.UnixMilli(1_700_000_000_000)
+	var recs []*kgo.Record
+	for i := range 500 {
+		recs = append(recs, &kgo.Record{Topic: "times", Value: []byte(strings.Repeat(fmt.Sprint(i), 100)), Timestamp: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	list := func() int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(4)
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "times"
+		for range 3 { // three searches in one request share its budget
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Timestamp = base.Add(250 * time.Millisecond).UnixMilli()
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp := roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
+		ps := resp.Topics[0].Partitions
+		if ps[0].ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(ps[0].ErrorCode))
+		}
+		return ps[0].Offset
+	}
+	if off := list(); off != 250 {
+		t.Fatalf("within the budget: offset %d, want the exact record 250", off)
+	}
+	ts.listOffsetsBudget.Store(4 << 10) // less than the batch decompresses to
+	if off := list(); off != 0 {
+		t.Fatalf("beyond the budget: offset %d, want the batch's base offset 0", off)
+	}
+	stillServes(t, ts.addr, "ListOffsets beyond its budget")
+}
+
+// TestDecodeMetadataMatchesKmsg: the de-duplicating decoder reads every
+// version as kmsg does, minus the repeats.
+func TestDecodeMetadataMatchesKmsg(t *testing.T) {
+	for v := int16(0); v <= 12; v++ {
+		for _, names := range [][]string{nil, {}, {"a"}, {"a", "b", "a", "", "c", "b"}} {
+			req := kmsg.NewPtrMetadataRequest()
+			req.SetVersion(v)
+			if names != nil {
+				req.Topics = []kmsg.MetadataRequestTopic{}
+			}
+			for _, n := range names {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(n)
+				req.Topics = append(req.Topics, rt)
+			}
+			if v >= 10 { // one topic by id only, twice
+				for range 2 {
+					rt := kmsg.NewMetadataRequestTopic()
+					rt.TopicID = [16]byte{1, 2, 3}
+					req.Topics = append(req.Topics, rt)
+				}
+			}
+			req.AllowAutoTopicCreation, req.IncludeTopicAuthorizedOperations = true, v >= 8
+			body := req.AppendTo(nil)
+			want := kmsg.NewPtrMetadataRequest()
+			want.SetVersion(v)
+			if err := want.ReadFrom(body); err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeMetadata(v, body)
+			if err != nil {
+				t.Fatalf("v%d %q: %v", v, names, err)
+			}
+			g := got.(*kmsg.MetadataRequest)
+			seen := map[string]bool{}
+			var unique []kmsg.MetadataRequestTopic
+			for _, rt := range want.Topics {
+				key := fmt.Sprint(rt.TopicID)
+				if rt.Topic != nil {
+					key = *rt.Topic
+				}
+				if !seen[key] {
+					seen[key] = true
+					unique = append(unique, rt)
+				}
+			}
+			if (want.Topics == nil) != (g.Topics == nil) || len(unique) != len(g.Topics) ||
+				g.AllowAutoTopicCreation != want.AllowAutoTopicCreation || g.IncludeTopicAuthorizedOperations != want.IncludeTopicAuthorizedOperations {
+				t.Fatalf("v%d %q: decoded %+v, kmsg %+v", v, names, g, want)
+			}
+			for i, w := range unique {
+				gt := g.Topics[i]
+				if w.TopicID != gt.TopicID || (w.Topic == nil) != (gt.Topic == nil) || (w.Topic != nil && *w.Topic != *gt.Topic) {
+					t.Fatalf("v%d: topic %d is %+v, kmsg %+v", v, i, gt, w)
+				}
+			}
+			if _, err := decodeMetadata(v, body[:len(body)-1]); err == nil && len(body) > 1 && v > 0 {
+				t.Fatalf("v%d: truncated body decoded", v)
+			}
+		}
+	}
+}

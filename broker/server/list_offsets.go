@@ -35,6 +35,9 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	budget := &plog.DecompressBudget{Remaining: listOffsetsDecompressBudget}
+	if b := s.listOffsetsBudget.Load(); b > 0 {
+		budget.Remaining = b
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic

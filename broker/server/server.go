@@ -65,6 +65,8 @@ type Server struct {
 	// Test hooks, set before serving.
 	onPanic        func(any) // called when a handler panicked (a bug); the fuzz target fails on it
 	partitionLimit int32     // most partitions one CreateTopics may ask for; 0 = 65536
+	// listOffsetsBudget replaces listOffsetsDecompressBudget when > 0.
+	listOffsetsBudget atomic.Int64
 }
 
 // New opens the data directory (recovering the partition logs), loads the
