@@ -66,6 +66,7 @@ type Log struct {
 	lastFlush     time.Time
 	dirDirty      bool  // directory entries created since the last SyncDir
 	failed        error // set by an I/O error that left the files uncertain
+	deferred      int   // start-up writes a full disk deferred (diskfull.go); failed is set meanwhile
 	closed        bool
 	changed       chan struct{}
 }
@@ -208,6 +209,7 @@ func (l *Log) checkWritable() error {
 	if l.closed {
 		return ErrClosed
 	}
+	l.retryDeferredLocked()
 	if l.failed != nil {
 		return fmt.Errorf("%w: %s: %w", ErrLogFailed, l.tp, l.failed)
 	}

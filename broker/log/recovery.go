@@ -224,7 +224,7 @@ func openLog(p openParams) (*Log, error) {
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	l.epochs = l.epochs[:i]
 	if len(l.epochs) != epochsBefore {
-		if err := writeFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := writeFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil && !l.deferOnFullDisk(err, deferredEpochs) {
 			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
 	}
@@ -240,7 +240,7 @@ func openLog(p openParams) (*Log, error) {
 		// Everything scanned is valid now; make it durable (after a process
 		// kill it may still be only in the page cache) and move the recovery point.
 		l.dirDirty = true
-		if err := l.checkpointLocked(); err != nil {
+		if err := l.checkpointLocked(); err != nil && !l.deferOnFullDisk(err, deferredCheckpoint) {
 			return nil, err
 		}
 	}
