@@ -50,7 +50,7 @@ type Broker struct {
 	FetchSessionSlots           int64  // max.incremental.fetch.session.cache.slots
 	MaxConnections              int64  // max.connections: open client connections; more are closed at accept
 	MaxConnectionsPerIP         int64  // max.connections.per.ip: the same, per client address
-	QueuedMaxRequestBytes       int64  // queued.max.request.bytes: request bytes read but not yet answered, all connections (-1 = no bound)
+	QueuedMaxRequestBytes       int64  // queued.max.request.bytes: request bytes read but not yet answered, all connections (<= 0: no bound, as in Kafka)
 	FetchMaxBytes               int64  // fetch.max.bytes: record bytes of one Fetch answer (soft: the first batch goes whole)
 	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
 	ClusterID                   string // cluster.id
@@ -255,7 +255,7 @@ var brokerProps = []brokerProp{
 	int64Prop("max.incremental.fetch.session.cache.slots", "incremental fetch sessions kept (0 disables them)", func(b *Broker) *int64 { return &b.FetchSessionSlots }, 0),
 	int64Prop("max.connections", "client connections open at once; more are closed as they arrive", func(b *Broker) *int64 { return &b.MaxConnections }, 0),
 	int64Prop("max.connections.per.ip", "client connections open at once from one address; more are closed as they arrive", func(b *Broker) *int64 { return &b.MaxConnectionsPerIP }, 0),
-	int64Prop("queued.max.request.bytes", "request bytes read but not yet answered, over all connections; reading waits beyond it (-1: no bound)", func(b *Broker) *int64 { return &b.QueuedMaxRequestBytes }, -1),
+	int64Prop("queued.max.request.bytes", "request bytes read but not yet answered, over all connections; reading waits beyond it (0 or -1: no bound)", func(b *Broker) *int64 { return &b.QueuedMaxRequestBytes }, -1),
 	int64Prop("fetch.max.bytes", "record bytes of one Fetch answer (the first batch is sent whole even if larger)", func(b *Broker) *int64 { return &b.FetchMaxBytes }, 1024),
 	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
 	{name: "cluster.id", doc: "cluster id reported in Metadata",

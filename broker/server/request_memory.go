@@ -18,7 +18,7 @@ import (
 // always completes. Hence at most queued.max.request.bytes plus one frame
 // (plus the last growth step admitted below the bound) are held.
 type requestMemory struct {
-	limit   int64 // < 0: no bound
+	limit   int64 // < 0: no bound (queued.max.request.bytes <= 0, as in Kafka)
 	metrics *metrics
 
 	mu       sync.Mutex // guards the fields below
@@ -28,6 +28,9 @@ type requestMemory struct {
 }
 
 func newRequestMemory(limit int64, m *metrics) *requestMemory {
+	if limit <= 0 {
+		limit = -1
+	}
 	return &requestMemory{limit: limit, metrics: m}
 }
 
