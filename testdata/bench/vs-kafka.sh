@@ -12,8 +12,10 @@
 #   testdata/bench/vs-kafka.sh                # ~10 minutes on 2 cores
 #   RECORDS_100=500000 RECORDS_1K=100000 testdata/bench/vs-kafka.sh   # quicker
 # Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
-# FIXED_RECORDS, REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
-# KEEP=1 keeps the work directory.
+# FIXED_RECORDS (0 skips the fixed-rate rows), REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
+# COMPRESSION (the producers' codec: none, gzip, snappy, lz4, zstd; both brokers
+# then validate compressed batches), SIZES ("100 1024"), PARTITIONS ("1 6"),
+# ACKS ("1 all"), KEEP=1 keeps the work directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,6 +27,10 @@ FIXED_RATE=${FIXED_RATE:-50000}
 # (the first send waits for metadata, then a cold JVM drains the backlog).
 FIXED_RECORDS=${FIXED_RECORDS:-1500000}
 REPEAT=${REPEAT:-2}
+COMPRESSION=${COMPRESSION:-none}
+SIZES=${SIZES:-"100 1024"}
+PARTITIONS=${PARTITIONS:-"1 6"}
+ACKS=${ACKS:-"1 all"}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
 
 log() { echo "[vs-kafka] $*" >&2; }
@@ -125,13 +131,13 @@ perf_produce() { # addr topic records size acks throughput
   # shellcheck disable=SC2086
   out=$(timeout 300 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$2" \
     --num-records "$3" --record-size "$4" --throughput "$6" \
-    --producer-props bootstrap.servers="$1" acks="$5" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --producer-props bootstrap.servers="$1" acks="$5" compression.type="$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
 sluice_produce() { # addr topic records size acks throughput
   local out
   out=$(timeout 300 "$SLUICE" bench produce --bootstrap "$1" --topic "$2" --records "$3" --record-size "$4" \
-    --acks "$5" --throughput "$6" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --acks "$5" --throughput "$6" --compression "$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
 perf_consume() { # addr topic records
@@ -210,24 +216,26 @@ run_config() { # size partitions acks
   fi
 }
 
-for size in 100 1024; do
-  for parts in 1 6; do
-    for acks in 1 all; do
+for size in $SIZES; do
+  for parts in $PARTITIONS; do
+    for acks in $ACKS; do
       run_config "$size" "$parts" "$acks"
     done
   done
 done
 
 # Latency at a fixed rate: 100-byte records, acks=all, 1 partition.
-for b in kafka sluice; do
-  addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
-  "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
-  "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
-done
-pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
-record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
-pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
-record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$K" "$S"
+if [ "$FIXED_RECORDS" -gt 0 ]; then
+  for b in kafka sluice; do
+    addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
+    "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
+    "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
+  done
+  pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+  record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
+  pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+  record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$K" "$S"
+fi
 
 rss() { awk -v k="$2:" '$1==k {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 KH=$(rss "$KAFKA_PID" VmHWM); KR=$(rss "$KAFKA_PID" VmRSS)
@@ -238,7 +246,7 @@ num() { case "$1" in ''|*[!0-9.]*) echo "${1:--}" ;; *) printf "%.${2}f" "$1" ;;
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a+0 > 0) printf "%.2f", b/a; else printf "-" }'; }
 echo
 echo "sluice vs Apache Kafka 4.1 (single node, $(nproc) cores, $(date -u +%Y-%m-%d)); ratio = sluice/Kafka"
-echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
+echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB, compression ${COMPRESSION}; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
 echo
 ROWFMT='| %-28s | %-19s | %12s | %12s | %5s | %10s | %11s | %5s | %10s | %10s | %5s |\n'
 # shellcheck disable=SC2059
