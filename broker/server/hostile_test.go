@@ -559,3 +559,38 @@ func TestDecodeMetadataMatchesKmsg(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataAutoCreateBounded: one Metadata request auto-creates at most
+// maxAutoCreates topics (it created every name it carried: up to 100,000);
+// the rest are LEADER_NOT_AVAILABLE and created when asked again.
+func TestMetadataAutoCreateBounded(t *testing.T) {
+	ts := startServer(t, "", nil)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	req.AllowAutoTopicCreation = true
+	for i := range maxAutoCreates + 20 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("auto-%03d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	count := func(resp *kmsg.MetadataResponse) (ok, waiting int) {
+		for _, mt := range resp.Topics {
+			switch mt.ErrorCode {
+			case 0:
+				ok++
+			case kerr.LeaderNotAvailable.Code:
+				waiting++
+			default:
+				t.Fatalf("topic %s: %v", *mt.Topic, kerr.ErrorForCode(mt.ErrorCode))
+			}
+		}
+		return ok, waiting
+	}
+	if ok, waiting := count(roundTrip(t, ts.addr, req).(*kmsg.MetadataResponse)); ok != maxAutoCreates || waiting != 20 {
+		t.Fatalf("first request: %d created, %d waiting", ok, waiting)
+	}
+	if ok, waiting := count(roundTrip(t, ts.addr, req).(*kmsg.MetadataResponse)); ok != maxAutoCreates+20 || waiting != 0 {
+		t.Fatalf("second request: %d created, %d waiting", ok, waiting)
+	}
+	stillServes(t, ts.addr, "a Metadata request auto-creating many topics")
+}

@@ -14,7 +14,9 @@ package server
 // a topic named many times is kept, decoded and answered once (Kafka answers
 // a set too): 10 MB of the same (or empty) name costs one entry, not ten
 // million. A request naming more than maxMetadataTopics distinct topics closes
-// the connection.
+// the connection, and one request auto-creates at most maxAutoCreates topics:
+// the others are answered LEADER_NOT_AVAILABLE (retriable, as Kafka answers a
+// topic it is still creating), so clients ask again.
 
 import (
 	"fmt"
@@ -25,8 +27,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxMetadataTopics bounds the distinct topics one Metadata request may name.
-const maxMetadataTopics = 100_000
+const (
+	// maxMetadataTopics bounds the distinct topics one Metadata request may name.
+	maxMetadataTopics = 100_000
+	// maxAutoCreates bounds the topics one Metadata request may auto-create.
+	maxAutoCreates = 100
+)
 
 // decodeMetadata decodes a Metadata request body as kmsg does, keeping the
 // first of each repeated topic (by name, or by id when the name is null).
@@ -131,6 +137,7 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		}
 		return kmsgReply{resp}, nil
 	}
+	created := 0
 	for _, rt := range req.Topics {
 		var (
 			t    *topic
@@ -140,7 +147,16 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
-			t, code = s.topics.getOrAutoCreate(name, allowCreate)
+			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && validTopicName(name) == 0 {
+				if created == maxAutoCreates {
+					code = kerr.LeaderNotAvailable.Code
+					break
+				}
+				created++
+			}
+			if t == nil {
+				t, code = s.topics.getOrAutoCreate(name, allowCreate)
+			}
 		case rt.TopicID != [16]byte{}:
 			var ok bool
 			if t, ok = s.topics.byID(rt.TopicID); !ok {
