@@ -469,30 +469,38 @@ func TestListOffsetsDecompressionBudget(t *testing.T) {
 	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	list := func() int64 {
+	list := func(times int) *kmsg.ListOffsetsResponse {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.SetVersion(4)
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = "times"
-		for range 3 { // three searches in one request share its budget
+		for range times {
 			rp := kmsg.NewListOffsetsRequestTopicPartition()
 			rp.Timestamp = base.Add(250 * time.Millisecond).UnixMilli()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
-		resp := roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
-		ps := resp.Topics[0].Partitions
-		if ps[0].ErrorCode != 0 {
-			t.Fatal(kerr.ErrorForCode(ps[0].ErrorCode))
-		}
-		return ps[0].Offset
+		return roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
 	}
-	if off := list(); off != 250 {
+	offset := func() int64 {
+		p := list(1).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(p.ErrorCode))
+		}
+		return p.Offset
+	}
+	if off := offset(); off != 250 {
 		t.Fatalf("within the budget: offset %d, want the exact record 250", off)
 	}
 	ts.listOffsetsBudget.Store(4 << 10) // less than the batch decompresses to
-	if off := list(); off != 0 {
+	if off := offset(); off != 0 {
 		t.Fatalf("beyond the budget: offset %d, want the batch's base offset 0", off)
+	}
+	// A partition named 1,000 times is not searched 1,000 times (Kafka: INVALID_REQUEST).
+	for _, p := range list(1000).Topics[0].Partitions {
+		if p.ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("repeated partition: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
 	}
 	stillServes(t, ts.addr, "ListOffsets beyond its budget")
 }

@@ -18,6 +18,8 @@ package server
 // (beyond it a partition is answered at batch granularity: the base offset
 // and max timestamp of the batch holding the first record at or after t),
 // and broker/log decompresses only a few batches at once across all requests.
+// As in Kafka, a partition named more than once is answered INVALID_REQUEST
+// each time, without a lookup.
 
 import (
 	"encoding/binary"
@@ -38,6 +40,12 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 	if b := s.listOffsetsBudget.Load(); b > 0 {
 		budget.Remaining = b
 	}
+	named := map[sessionKey]int{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			named[sessionKey{rt.Topic, rp.Partition}]++
+		}
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -47,6 +55,8 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			switch {
+			case named[sessionKey{rt.Topic, rp.Partition}] > 1:
+				sp.ErrorCode = kerr.InvalidRequest.Code
 			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.CurrentLeaderEpoch > 0:
