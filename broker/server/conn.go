@@ -353,6 +353,9 @@ func (c *conn) handle(f frame) (err error) {
 			err = fmt.Errorf("%w: internal error handling %s", ErrBadFrame, a.name)
 		}
 	}()
+	if a.maxFrame > 0 && len(f.buf) > a.maxFrame {
+		return fmt.Errorf("%w: %s request of %d bytes, above the %d this broker decodes for it", ErrBadFrame, a.name, len(f.buf), a.maxFrame)
+	}
 	if hdr.version > a.max && a.key == apiVersionsKey {
 		return c.writeReply(hdr, unsupportedAPIVersions(), f.arrived, a)
 	}

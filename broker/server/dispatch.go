@@ -15,7 +15,18 @@ type api struct {
 	// header's tags): for requests whose repeated entries must be bounded
 	// while decoding.
 	decode func(version int16, body []byte) (kmsg.Request, error)
+	// maxFrame, if set, is the largest request frame of this API; a larger
+	// one closes the connection. Decoding a request costs up to ~40 bytes of
+	// memory per byte of an array of small entries, so APIs whose requests
+	// are small in practice are held well below socket.request.max.bytes.
+	maxFrame int
 }
+
+// Frame bounds of the APIs that set api.maxFrame.
+const (
+	smallRequestMax = 4 << 20 // admin and lookup APIs
+	fetchRequestMax = 8 << 20 // 500,000 partitions at v4, 250,000 at v12
+)
 
 const apiVersionsKey = 18
 
@@ -28,14 +39,14 @@ var apis []*api
 func init() {
 	apis = []*api{
 		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce},
-		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
-		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
+		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch, maxFrame: fetchRequestMax},
+		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets, maxFrame: smallRequestMax},
 		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata, decode: decodeMetadata},
-		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
-		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
-		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
-		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
-		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
+		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions, maxFrame: smallRequestMax},
+		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics, maxFrame: smallRequestMax},
+		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics, maxFrame: smallRequestMax},
+		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID, maxFrame: smallRequestMax},
+		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs, maxFrame: smallRequestMax},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
 	for _, a := range apis {

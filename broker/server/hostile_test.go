@@ -602,3 +602,29 @@ func TestMetadataAutoCreateBounded(t *testing.T) {
 	}
 	stillServes(t, ts.addr, "a Metadata request auto-creating many topics")
 }
+
+// TestOversizedLookupRequests: a DeleteTopics of 5 MiB of empty names decoded
+// into 2.6 million entries and as many answers (~40 bytes of memory per byte
+// sent); APIs whose requests are small in practice now refuse frames above
+// 4 MiB (Fetch above 8 MiB) before decoding them.
+func TestOversizedLookupRequests(t *testing.T) {
+	ts := startServer(t, "", nil)
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.SetVersion(3) // 2 bytes per empty name
+	del.TopicNames = make([]string, 5<<20/2)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(4)
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "x"
+	rt.Partitions = make([]kmsg.FetchRequestTopicPartition, 9<<20/16)
+	for i := range rt.Partitions {
+		rt.Partitions[i].Partition = int32(i)
+	}
+	fetch.Topics = append(fetch.Topics, rt)
+	for _, req := range []kmsg.Request{del, fetch} {
+		rc := dialRaw(t, ts.addr)
+		rc.send(encodeRequest(req, 1))
+		rc.expectClosed()
+	}
+	stillServes(t, ts.addr, "oversized lookup requests")
+}
