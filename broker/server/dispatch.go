@@ -38,7 +38,7 @@ var apis []*api
 
 func init() {
 	apis = []*api{
-		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce},
+		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce, decode: decodeProduce},
 		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch, maxFrame: fetchRequestMax},
 		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets, maxFrame: smallRequestMax},
 		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata, decode: decodeMetadata},

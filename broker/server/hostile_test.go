@@ -628,3 +628,26 @@ func TestOversizedLookupRequests(t *testing.T) {
 	}
 	stillServes(t, ts.addr, "oversized lookup requests")
 }
+
+// TestProduceManyPartitionEntries: a Produce of 150,000 partition entries
+// with null records (8 bytes each) decoded into as many entries and answers;
+// beyond maxProducePartitions it is refused before decoding. Within the
+// bound, a normal request decodes as before (every test here produces).
+func TestProduceManyPartitionEntries(t *testing.T) {
+	ts := startServer(t, "", nil)
+	for _, v := range []int16{7, 9} { // classic and flexible layouts
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(v)
+		req.Acks = 1
+		for _, name := range []string{"x", "y"} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = name
+			rt.Partitions = make([]kmsg.ProduceRequestTopicPartition, (maxProducePartitions+50_000)/2)
+			req.Topics = append(req.Topics, rt)
+		}
+		rc := dialRaw(t, ts.addr)
+		rc.send(encodeRequest(req, 1))
+		rc.expectClosed()
+	}
+	stillServes(t, ts.addr, "a Produce of 150,000 partition entries")
+}
