@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // withCRC recomputes a batch's CRC after a test edited it.
@@ -184,4 +185,36 @@ func FuzzValidateCompressed(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecompressionSlotsBoundConcurrency: decompression across all requests
+// (appends and timestamp searches) takes one of decompressSlots scanners, so
+// the decoders' memory is bounded whatever the number of requests at once.
+func TestDecompressionSlotsBoundConcurrency(t *testing.T) {
+	b := testBatch{values: [][]byte{[]byte("a"), []byte("b")}, codec: codecZstd, producerID: -1, timestamp: 10}.encode()
+	h := parseHeader(b)
+	var held []*recordScanner
+	for range decompressSlots {
+		held = append(held, <-scanners)
+	}
+	done := make(chan struct{})
+	go func() {
+		firstRecordAtOrAfter(b, &h, 11, 0, nil)
+		_, _ = validateClientBatch(b, 1<<20)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("decompressed with every slot taken")
+	case <-time.After(50 * time.Millisecond): // a bound on an absence
+	}
+	scanners <- held[0]
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a freed slot was not used")
+	}
+	for _, s := range held[1:] {
+		scanners <- s
+	}
 }
