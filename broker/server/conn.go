@@ -52,7 +52,8 @@ type conn struct {
 type frame struct {
 	buf      []byte
 	arrived  time.Time
-	reserved int64 // bytes reserved in the server's requestMemory
+	reserved int64   // bytes reserved in the server's requestMemory
+	id       frameID // its name there
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -98,7 +99,7 @@ func (c *conn) serve() {
 		err := c.handle(f)
 		c.account(-len(f.buf))
 		putFrame(f.buf) // answered: nothing refers into it any more
-		c.s.reqMem.release(f.reserved)
+		c.s.reqMem.done(f.id, f.reserved)
 		if err != nil {
 			if errors.Is(err, ErrBadFrame) {
 				c.s.metrics.badFrames.Inc()
@@ -116,7 +117,7 @@ func (c *conn) serve() {
 	<-c.readerDone
 	for f := range c.frames { // read but never handled
 		putFrame(f.buf)
-		c.s.reqMem.release(f.reserved)
+		c.s.reqMem.done(f.id, f.reserved)
 	}
 }
 
@@ -129,6 +130,7 @@ func (c *conn) readLoop() {
 	defer close(c.frames)
 	max := c.s.cfg.SocketRequestMaxBytes
 	var sizeBuf [4]byte
+	var seq uint64 // frames read, naming each in the request memory
 	idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	for {
 		if !c.waitForRoom() {
@@ -159,7 +161,9 @@ func (c *conn) readLoop() {
 			_ = c.nc.Close()
 			return
 		}
-		buf, reserved, err := c.readBody(int(size))
+		seq++
+		id := frameID{c, seq}
+		buf, reserved, err := c.readBody(id, int(size))
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.logger.Debug("truncated request frame", "size", size, "err", err)
@@ -169,9 +173,9 @@ func (c *conn) readLoop() {
 		}
 		c.account(len(buf))
 		select {
-		case c.frames <- frame{buf: buf, arrived: time.Now(), reserved: reserved}:
+		case c.frames <- frame{buf: buf, arrived: time.Now(), reserved: reserved, id: id}:
 		case <-c.done:
-			c.s.reqMem.release(reserved)
+			c.s.reqMem.done(id, reserved)
 			return
 		}
 	}
@@ -188,14 +192,13 @@ const firstChunk = 64 << 10
 // queued.max.request.bytes. So a lying size prefix costs nothing, and ten
 // connections announcing 100 MiB hold what they actually sent. A frame of up
 // to maxPooledFrame bytes goes into a recycled buffer (putFrame returns it
-// once the request is answered). reserved is what the caller must release
-// once the frame is answered.
-func (c *conn) readBody(size int) (buf []byte, reserved int64, err error) {
+// once the request is answered). reserved is what the caller must give back
+// (requestMemory.done) once the frame is answered.
+func (c *conn) readBody(id frameID, size int) (buf []byte, reserved int64, err error) {
 	mem := c.s.reqMem
 	defer func() {
-		mem.frameRead(c)
 		if err != nil {
-			mem.release(reserved)
+			mem.done(id, reserved)
 			reserved = 0
 		}
 	}()
@@ -203,7 +206,9 @@ func (c *conn) readBody(size int) (buf []byte, reserved int64, err error) {
 		return nil, 0, err
 	}
 	grow := func(n int) error {
-		if !mem.reserve(c.ctx, c, int64(n), true) {
+		// The first reservation starts the frame: it waits while the bound
+		// is used up. Later ones may take the overflow pass.
+		if !mem.reserve(c.ctx, id, int64(n), reserved > 0) {
 			return context.Canceled
 		}
 		reserved += int64(n)

@@ -35,7 +35,7 @@ func TestFrameBuffers(t *testing.T) {
 	mem := newRequestMemory(-1, newMetrics())
 	readBody := func(r io.Reader, size int) ([]byte, int64, error) {
 		c := &conn{s: &Server{reqMem: mem}, br: bufio.NewReaderSize(r, 64<<10), ctx: context.Background()}
-		return c.readBody(size)
+		return c.readBody(frameID{c, 1}, size)
 	}
 	for _, size := range []int{10, 70 << 10, 1 << 20, 3<<20 + 7} {
 		want := bytes.Repeat([]byte{byte(size)}, size)
@@ -59,7 +59,7 @@ func TestFrameBuffers(t *testing.T) {
 	// follows what arrived, not what was announced.
 	partial := bytes.Repeat([]byte{1}, 3<<20)
 	c := &conn{s: &Server{reqMem: mem}, br: bufio.NewReaderSize(bytes.NewReader(partial), 64<<10), ctx: context.Background()}
-	if _, _, err := c.readBody(100 << 20); err == nil {
+	if _, _, err := c.readBody(frameID{c, 1}, 100<<20); err == nil {
 		t.Fatal("readBody of a truncated 100 MiB frame: no error")
 	}
 }

@@ -14,9 +14,11 @@ import (
 // their memory.
 //
 // No deadlock: a reader that must wait in the middle of a frame may take the
-// single overflow pass and finish that frame beyond the bound, so some frame
-// always completes. Hence at most queued.max.request.bytes plus one frame
-// (plus the last growth step admitted below the bound) are held.
+// single overflow pass and finish that frame beyond the bound; the pass is
+// given back when that frame is answered (or abandoned), so some frame always
+// completes and at most one frame is beyond the bound at a time. Hence at
+// most queued.max.request.bytes plus the last growth step admitted below it
+// plus one frame are held: the bound plus two frames at worst.
 type requestMemory struct {
 	limit   int64 // < 0: no bound (queued.max.request.bytes <= 0, as in Kafka)
 	metrics *metrics
@@ -24,7 +26,13 @@ type requestMemory struct {
 	mu       sync.Mutex // guards the fields below
 	used     int64
 	wake     chan struct{} // closed (and dropped) when memory is released
-	overflow *conn         // the connection finishing a frame beyond the bound
+	overflow frameID       // the frame read beyond the bound; zero: none
+}
+
+// frameID names one frame of one connection.
+type frameID struct {
+	c   *conn
+	seq uint64
 }
 
 func newRequestMemory(limit int64, m *metrics) *requestMemory {
@@ -34,18 +42,18 @@ func newRequestMemory(limit int64, m *metrics) *requestMemory {
 	return &requestMemory{limit: limit, metrics: m}
 }
 
-// reserve adds n bytes for c's frame, waiting while the bound is used up.
-// midFrame says c has begun reading a frame (and so may take the overflow
-// pass). It returns false if ctx ended while waiting.
-func (m *requestMemory) reserve(ctx context.Context, c *conn, n int64, midFrame bool) bool {
+// reserve adds n bytes for frame f, waiting while the bound is used up.
+// midFrame says f has begun arriving (and so may take the overflow pass). It
+// returns false if ctx ended while waiting.
+func (m *requestMemory) reserve(ctx context.Context, f frameID, n int64, midFrame bool) bool {
 	waited := false
 	for {
 		m.mu.Lock()
 		full := m.limit >= 0 && m.used >= m.limit
-		if full && midFrame && m.overflow == nil {
-			m.overflow = c
+		if full && midFrame && m.overflow == (frameID{}) {
+			m.overflow = f
 		}
-		if !full || m.overflow == c {
+		if !full || m.overflow == f {
 			m.used += n
 			m.mu.Unlock()
 			m.metrics.queuedBytes.Add(float64(n))
@@ -80,15 +88,16 @@ func (m *requestMemory) release(n int64) {
 	m.metrics.queuedBytes.Sub(float64(n))
 }
 
-// frameRead ends c's overflow pass, if it holds it: its frame is complete
-// (or abandoned).
-func (m *requestMemory) frameRead(c *conn) {
+// done gives back frame f's n reserved bytes, and the overflow pass if f
+// holds it: f was answered or abandoned.
+func (m *requestMemory) done(f frameID, n int64) {
 	m.mu.Lock()
-	if m.overflow == c {
-		m.overflow = nil
+	if m.overflow == f {
+		m.overflow = frameID{}
 		m.wakeLocked()
 	}
 	m.mu.Unlock()
+	m.release(n)
 }
 
 func (m *requestMemory) wakeLocked() {
