@@ -168,7 +168,8 @@ func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 }
 
 // walkRecords checks the framing of uncompressed records: count records, each
-// a varint length followed by that many bytes, offset deltas 0, 1, 2, ...
+// a varint length followed by that many bytes, offset deltas 0, 1, 2, ...,
+// key, value and headers ending exactly with the record.
 func walkRecords(b []byte, count int32) error {
 	for i := int32(0); i < count; i++ {
 		length, n := binary.Varint(b)
@@ -186,6 +187,9 @@ func walkRecords(b []byte, count int32) error {
 		delta, k := binary.Varint(rec[m:])
 		if k <= 0 || delta != int64(i) {
 			return fmt.Errorf("%w: record %d: offset delta %d", ErrCorruptBatch, i, delta)
+		}
+		if err := checkRecordFields(rec[m+k:]); err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
 		}
 	}
 	if len(b) != 0 {

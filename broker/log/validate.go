@@ -4,8 +4,8 @@ package log
 // LogValidator checks them: the records area is decompressed as a stream
 // (never held whole, except a raw snappy block, which has no smaller unit)
 // and walked record by record: each record's length frame, its offset delta
-// (0, 1, 2, ... as the header's count implies) and that nothing follows the
-// last record. Nothing decompressed is kept; the batch is stored as sent.
+// (0, 1, 2, ... as the header's count implies), that its key, value and
+// headers end exactly with it, and that nothing follows the last record. Nothing decompressed is kept; the batch is stored as sent.
 //
 // Bounds, so that a client cannot make the broker work or allocate without
 // limit:
@@ -133,8 +133,10 @@ func (s *recordScanner) open(codec int16, src []byte, limit int64) error {
 // read returns the bytes decompressed so far.
 func (s *recordScanner) read(limit int64) int64 { return limit - s.lim.left }
 
-// record reads one record's length, attributes, timestamp delta and offset
-// delta, and skips the rest of it.
+// record reads one record whole: its length, attributes, timestamp delta and
+// offset delta, then its key, value and headers (each a varint length, -1
+// for null, and that many bytes), which must end exactly at the record's
+// length, as Kafka's DefaultRecord reader requires.
 func (s *recordScanner) record() (tsDelta, offDelta int64, err error) {
 	length, _, err := readVarint(s.br)
 	if err != nil {
@@ -146,22 +148,106 @@ func (s *recordScanner) record() (tsDelta, offDelta int64, err error) {
 	if _, err := s.br.ReadByte(); err != nil { // attributes
 		return 0, 0, err
 	}
-	tsDelta, n1, err := readVarint(s.br)
+	left := length - 1
+	varint := func() (int64, error) {
+		v, n, err := readVarint(s.br)
+		if left -= int64(n); err == nil && left < 0 {
+			err = fmt.Errorf("record fields run past its length %d", length)
+		}
+		return v, err
+	}
+	field := func(nullable bool) error {
+		n, err := varint()
+		switch {
+		case err != nil:
+			return err
+		case n == -1 && nullable:
+			return nil
+		case n < 0 || n > left:
+			return fmt.Errorf("field length %d in a record with %d bytes left", n, left)
+		}
+		left -= n
+		_, err = s.br.Discard(int(n))
+		return err
+	}
+	if tsDelta, err = varint(); err != nil {
+		return 0, 0, err
+	}
+	if offDelta, err = varint(); err != nil {
+		return 0, 0, err
+	}
+	if err := field(true); err != nil { // key
+		return 0, 0, err
+	}
+	if err := field(true); err != nil { // value
+		return 0, 0, err
+	}
+	headers, err := varint()
 	if err != nil {
 		return 0, 0, err
 	}
-	offDelta, n2, err := readVarint(s.br)
-	if err != nil {
-		return 0, 0, err
+	if headers < 0 || headers > left {
+		return 0, 0, fmt.Errorf("%d headers in a record with %d bytes left", headers, left)
 	}
-	used := int64(1 + n1 + n2)
-	if used > length {
-		return 0, 0, fmt.Errorf("record length %d shorter than its header", length)
+	for range headers {
+		if err := field(false); err != nil { // header key
+			return 0, 0, err
+		}
+		if err := field(true); err != nil { // header value
+			return 0, 0, err
+		}
 	}
-	if _, err := s.br.Discard(int(length - used)); err != nil {
-		return 0, 0, err
+	if left != 0 {
+		return 0, 0, fmt.Errorf("%d bytes after the record's headers", left)
 	}
 	return tsDelta, offDelta, nil
+}
+
+// checkRecordFields checks, in place, what follows an uncompressed record's
+// offset delta (rest): key, value and headers ending exactly with the record.
+// It is record's grammar on a byte slice (walkRecords keeps the uncompressed
+// path free of a reader).
+func checkRecordFields(rest []byte) error {
+	var ok bool
+	if rest, ok = skipField(rest, true); !ok {
+		return errors.New("bad key")
+	}
+	if rest, ok = skipField(rest, true); !ok {
+		return errors.New("bad value")
+	}
+	headers, n := binary.Varint(rest)
+	if n <= 0 || headers < 0 || headers > int64(len(rest)-n) {
+		return errors.New("bad header count")
+	}
+	rest = rest[n:]
+	for range headers {
+		if rest, ok = skipField(rest, false); !ok {
+			return errors.New("bad header key")
+		}
+		if rest, ok = skipField(rest, true); !ok {
+			return errors.New("bad header value")
+		}
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d bytes after the record's headers", len(rest))
+	}
+	return nil
+}
+
+// skipField skips a varint length (-1: null, if nullable) and that many bytes.
+func skipField(b []byte, nullable bool) ([]byte, bool) {
+	l, n := binary.Varint(b)
+	if n <= 0 {
+		return nil, false
+	}
+	b = b[n:]
+	if l == -1 && nullable {
+		return b, true
+	}
+	if l < 0 || l > int64(len(b)) {
+		return nil, false
+	}
+	return b[l:], true
 }
 
 // readVarint reads a zigzag varint and says how many bytes it took.

@@ -161,11 +161,21 @@ func BenchmarkValidateBatch(b *testing.B) {
 // the streaming validator, past the CRC a fuzzer rarely gets right: no
 // panic, and an accepted area holds exactly the records its header claims.
 func FuzzValidateCompressed(f *testing.F) {
-	for _, codec := range allCodecs {
+	for _, codec := range append([]int16{codecNone}, allCodecs...) {
 		b := testBatch{values: [][]byte{[]byte("a"), []byte("bb"), []byte("ccc")}, codec: codec, producerID: -1, timestamp: 10}.encode()
 		f.Add(uint8(codec&attrCompressionMask), int32(3), b[batchHeaderSize:])
 	}
 	f.Fuzz(func(t *testing.T, codec uint8, count int32, recs []byte) {
+		// The in-place walk of uncompressed records and the streaming walk
+		// read the same grammar: they accept the same areas.
+		if count >= 0 && count < 1<<16 {
+			inPlace := walkRecords(recs, count) == nil
+			u := batchHeader{RecordCount: count, LastOffsetDelta: count - 1}
+			streamed := validateCompressedRecords(append(make([]byte, batchHeaderSize), recs...), &u, 1<<20) == nil
+			if inPlace != streamed {
+				t.Fatalf("in place %v, streamed %v", inPlace, streamed)
+			}
+		}
 		h := batchHeader{RecordCount: count, LastOffsetDelta: count - 1, Attributes: int16(1 + codec%4)}
 		b := append(make([]byte, batchHeaderSize), recs...)
 		if err := validateCompressedRecords(b, &h, 1<<20); err != nil {
@@ -216,5 +226,46 @@ func TestDecompressionSlotsBoundConcurrency(t *testing.T) {
 	}
 	for _, s := range held[1:] {
 		scanners <- s
+	}
+}
+
+// TestValidateRecordFields: a record whose key, value or headers do not end
+// exactly with it makes every consumer fail to decode the partition; it is
+// refused, compressed or not, as Kafka's record reader refuses it.
+func TestValidateRecordFields(t *testing.T) {
+	record := func(fields []byte) []byte {
+		body := []byte{0}
+		body = binary.AppendVarint(body, 0) // timestamp delta
+		body = binary.AppendVarint(body, 0) // offset delta
+		body = append(body, fields...)
+		return append(binary.AppendVarint(nil, int64(len(body))), body...)
+	}
+	v := func(xs ...int64) []byte {
+		var b []byte
+		for _, x := range xs {
+			b = binary.AppendVarint(b, x)
+		}
+		return b
+	}
+	good := append(append(v(1), 'k'), append(append(v(2), "vv"...), append(v(1, 1), 'h', 2, 'x')...)...) // key "k", value "vv", header h=x
+	cases := map[string][]byte{
+		"key beyond the record":    append(v(50), "k"...),
+		"negative key length":      v(-2, -1, 0),
+		"value beyond the record":  append(v(-1, 9), "v"...),
+		"header count beyond":      v(-1, -1, 1000),
+		"null header key":          v(-1, -1, 1, -1, -1),
+		"bytes after the headers":  append(v(-1, -1, 0), 7, 7),
+		"headers missing entirely": v(-1, -1),
+	}
+	for _, codec := range append([]int16{codecNone}, allCodecs...) {
+		if _, err := validateClientBatch(rawBatch(codec, 1, compressOnce(codec, record(good))), 1<<20); err != nil {
+			t.Fatalf("%s: a well-formed record with a header refused: %v", codecName(codec), err)
+		}
+		for name, fields := range cases {
+			_, err := validateClientBatch(rawBatch(codec, 1, compressOnce(codec, record(fields))), 1<<20)
+			if !IsCorrupt(err) {
+				t.Errorf("%s, %s: %v, want a corrupt-batch error", codecName(codec), name, err)
+			}
+		}
 	}
 }
