@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluicehq/sluice/broker/config"
@@ -170,3 +171,11 @@ const (
 	userSpaced  = "{\n  \"name\" : \"com.example.User\",\n  \"type\" : \"record\",\n  \"fields\" : [ {\"type\":\"long\",\"name\":\"id\"}, {\"name\":\"name\",\"type\":{\"type\":\"string\"}} ]\n}"
 	orderSchema = `{"type":"record","name":"Order","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}`
 )
+
+func testCounter(c interface {
+	Write(*dto.Metric) error
+}) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	return m.GetCounter().GetValue()
+}
