@@ -100,7 +100,7 @@ func (s *store) ensureTopic(ctx context.Context) error {
 	compact := "compact"
 	_, err := s.admin.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, s.topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("%w: create topic %s: %v", ErrStore, s.topic, err)
+		return fmt.Errorf("%w: create topic %s (is a broker running at the bootstrap address?): %v", ErrStore, s.topic, err)
 	}
 	details, err := s.admin.ListTopics(ctx, s.topic)
 	if err != nil {
