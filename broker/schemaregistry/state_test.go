@@ -135,34 +135,41 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	subjects := []string{"a-value", "b-value", "c-key"}
+	subjects := []string{"a-value", "b-value", "c-value", "d-value", "e-value"}
 	levels := []string{LevelNone, LevelBackward, LevelForwardTransitive, LevelFull}
+	var pool []parsedSchema
+	for i := range 8 {
+		pool = append(pool, simSchema(t, i))
+	}
 	everID := map[int]string{} // id → the schema it first named
-	for round := range 5 {
+	for round := range 4 {
 		clear(everID)
 		var log []simRecord
 		const instances = 3
 		seen := make([]int, instances) // how far each instance has read
 		accepted := map[string]int{}   // nonce → id of acknowledged registrations
 		nonce := 0
-		for step := range 80 {
+		now := newState()
+		for step := range 90 {
 			w := rng.IntN(instances)
-			seen[w] += rng.IntN(len(log) - seen[w] + 1) // catch up partly: a stale view
+			if rng.IntN(2) == 0 {
+				seen[w] += rng.IntN(len(log) - seen[w] + 1) // catch up partly: a stale view
+			}
 			view := replay(log[:seen[w]])
 			subject := subjects[rng.IntN(len(subjects))]
 			var recs []logRecord
 			var nonceWritten string
-			switch op := rng.IntN(10); {
-			case op < 6:
+			switch op := rng.IntN(20); {
+			case op < 10:
 				nonce++
 				nonceWritten = fmt.Sprintf("n%d", nonce)
-				d := decideRegister(view, subject, simSchema(t, rng.IntN(14)), nonceWritten)
+				d := decideRegister(view, subject, pool[rng.IntN(len(pool))], nonceWritten)
 				if d.record != nil {
 					recs = append(recs, *d.record)
 				}
-			case op < 7:
+			case op < 14:
 				_, recs, _ = decideDeleteVersion(view, subject, -1, rng.IntN(2) == 0)
-			case op < 8:
+			case op < 17:
 				_, recs, _ = decideDeleteSubject(view, subject, rng.IntN(2) == 0)
 			default:
 				subj := subject
@@ -171,8 +178,11 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 				}
 				recs = append(recs, logRecord{configKey(subj), configValue{levels[rng.IntN(len(levels))]}})
 			}
-			log = append(log, encodeSim(t, recs...)...)
-			now := replay(log)
+			added := encodeSim(t, recs...)
+			log = append(log, added...)
+			for _, r := range added {
+				now.apply(r.key, r.value)
+			}
 			seen[w] = len(log) // a writer waits until it has read its own records
 			if nonceWritten != "" && len(recs) > 0 {
 				if v := now.byNonce[nonceWritten]; v != nil {
@@ -182,8 +192,8 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 			// Every instance tombstones the losers it sees, once caught up.
 			for _, key := range now.rejected {
 				log = append(log, simRecord{key: key})
+				now.apply(key, nil)
 			}
-			now = replay(log)
 			checkInvariants(t, now)
 			for id, e := range now.schemas {
 				if first, ok := everID[id]; ok && first != e.schema.canonical {
@@ -196,7 +206,13 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 					t.Fatalf("seed %d round %d step %d: registration %s acknowledged with id %d now has id %d", seed, round, step, n, id, v.id)
 				}
 			}
+			if step%4 != 3 {
+				continue
+			}
 			want := observe(now)
+			if whole := observe(replay(log)); !reflect.DeepEqual(whole, want) {
+				t.Fatalf("seed %d round %d step %d: replaying the log gives\n%+v\napplying it record by record gave\n%+v", seed, round, step, whole, want)
+			}
 			for _, drop := range []bool{false, true} {
 				compacted := replay(compact(t, log, drop))
 				if compacted.maxID < now.maxID {
@@ -337,5 +353,49 @@ func TestRecordKeysAreStable(t *testing.T) {
 	names := newState().subjectNames(true)
 	if names == nil || !sort.StringsAreSorted(names) {
 		t.Fatal("subjectNames must never be null")
+	}
+}
+
+// TestRetiredIDNotReused: a writer whose view predates a schema that was
+// registered and then permanently deleted must not hand that schema's id
+// to another schema; the deleted schema itself gets its id back.
+func TestRetiredIDNotReused(t *testing.T) {
+	x1, x2 := simSchema(t, 1), simSchema(t, 2)
+	stale := newState() // a view taken before anything was written
+	st := newState()
+	write := func(recs ...logRecord) {
+		for _, r := range encodeSim(t, recs...) {
+			st.apply(r.key, r.value)
+		}
+	}
+	d := decideRegister(st, "s1", x1, "a")
+	write(*d.record)
+	_, recs, aerr := decideDeleteVersion(st, "s1", 1, false)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	write(recs...)
+	if _, recs, aerr = decideDeleteVersion(st, "s1", 1, true); aerr != nil {
+		t.Fatal(aerr)
+	}
+	write(recs...)
+	if len(st.schemas) != 0 || st.maxID != 1 {
+		t.Fatalf("after the permanent delete: %d schemas, max id %d", len(st.schemas), st.maxID)
+	}
+	late := decideRegister(stale, "s2", x2, "b")
+	if late.id != 1 {
+		t.Fatalf("the stale view chose id %d", late.id)
+	}
+	write(*late.record)
+	if st.byNonce["b"] != nil {
+		t.Fatal("id 1 of a permanently deleted schema was given to another schema")
+	}
+	if again := decideRegister(st, "s2", x2, "c"); again.id != 2 {
+		t.Fatalf("retry chose id %d, want 2", again.id)
+	}
+	back := decideRegister(st, "s3", x1, "d")
+	write(*back.record)
+	if v := st.byNonce["d"]; v == nil || v.id != 1 {
+		t.Fatalf("the deleted schema registered again: %+v, want id 1", v)
 	}
 }
