@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 )
@@ -234,4 +235,46 @@ func TestInstancesRace(t *testing.T) {
 		lost += testCounter(reg.metrics.raceLost)
 	}
 	t.Logf("%d registrations, %v races lost and retried", len(results), lost)
+}
+
+// TestBrokerOutage: while the broker is down, reads are served from memory,
+// writes fail with a store error once the write timeout passes (not a
+// hang), bad input is still a 4xx; when the broker is back on its address,
+// writes work again.
+func TestBrokerOutage(t *testing.T) {
+	b := startBroker(t, "")
+	reg := startRegistryWith(t, Options{Bootstrap: []string{b.addr}, WriteTimeout: 2 * time.Second})
+	if a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userV1)); string(a.body) != `{"id":1}` {
+		t.Fatalf("register: %d %s", a.status, a.body)
+	}
+	b.stop()
+	if a := reg.do(t, "GET", "/schemas/ids/1", "", nil); a.status != 200 {
+		t.Fatalf("read while the broker is down: %d %s", a.status, a.body)
+	}
+	start := time.Now()
+	a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userAddDef))
+	if a.status != 500 || a.errorCode() != codeStoreError && a.errorCode() != codeOperationTimeout {
+		t.Fatalf("write while the broker is down: %d %s", a.status, a.body)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("a write waited %v with a 2s write timeout", waited)
+	}
+	if a := reg.do(t, "POST", "/subjects/s/versions", contentType, []byte(`{"schema":"{"}`)); a.errorCode() != codeInvalidSchema {
+		t.Fatalf("bad input while the broker is down: %d %s", a.status, a.body)
+	}
+	b = startBrokerAt(t, b.dir, b.addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userAddDef))
+		if a.status == 200 {
+			if string(a.body) != `{"id":2}` {
+				t.Fatalf("write after the outage: %s", a.body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes did not recover after the broker came back: %d %s", a.status, a.body)
+		}
+		time.Sleep(50 * time.Millisecond) // poll, not hammer
+	}
 }

@@ -50,6 +50,13 @@ type testBroker struct {
 // cleanup unless stopped before.
 func startBroker(t testing.TB, dir string) *testBroker {
 	t.Helper()
+	return startBrokerAt(t, dir, "127.0.0.1:0")
+}
+
+// startBrokerAt is startBroker on a given address (a restart keeps the
+// address its clients know).
+func startBrokerAt(t testing.TB, dir, listen string) *testBroker {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -57,7 +64,7 @@ func startBroker(t testing.TB, dir string) *testBroker {
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
 	}
-	addr, err := srv.Listen("127.0.0.1:0")
+	addr, err := srv.Listen(listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +88,18 @@ type testRegistry struct {
 
 func startRegistry(t testing.TB, brokerAddr string) *testRegistry {
 	t.Helper()
+	return startRegistryWith(t, Options{Bootstrap: []string{brokerAddr}})
+}
+
+func startRegistryWith(t testing.TB, opts Options) *testRegistry {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reg, err := New(ctx, Options{Bootstrap: []string{brokerAddr}, Logger: testLogger(t), MaxRequestBytes: 64 << 10})
+	opts.Logger = testLogger(t)
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = 64 << 10
+	}
+	reg, err := New(ctx, opts)
 	if err != nil {
 		t.Fatalf("start registry: %v", err)
 	}

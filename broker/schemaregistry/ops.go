@@ -12,6 +12,10 @@ import (
 // with another instance.
 const maxWriteAttempts = 16
 
+// maxSchemaBytes bounds a schema's canonical text, so that its record stays
+// below the broker's default message.max.bytes (1 MiB) once JSON-escaped.
+const maxSchemaBytes = 512 << 10
+
 // writeError turns a store failure into the answer a client sees.
 func writeError(err error) *apiError {
 	var ae *apiError
@@ -29,6 +33,9 @@ func writeError(err error) *apiError {
 // version that already holds the same schema, else a new version whose id
 // is the schema's global id (shared with other subjects) or a new one.
 func (s *store) register(ctx context.Context, subject string, ps parsedSchema) (int, error) {
+	if n := len(ps.canonical); n > maxSchemaBytes {
+		return 0, errorf(codeSchemaTooLarge, "Schema is too large: %d bytes in canonical form, more than %d", n, maxSchemaBytes)
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	for range maxWriteAttempts {
