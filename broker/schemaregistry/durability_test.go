@@ -1,12 +1,15 @@
 package schemaregistry
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -276,5 +279,35 @@ func TestBrokerOutage(t *testing.T) {
 			t.Fatalf("writes did not recover after the broker came back: %d %s", a.status, a.body)
 		}
 		time.Sleep(50 * time.Millisecond) // poll, not hammer
+	}
+}
+
+// TestRefusesUnusableTopic: a topic that would lose schemas (time
+// retention) or order (several partitions) is refused at start.
+func TestRefusesUnusableTopic(t *testing.T) {
+	b := startBroker(t, "")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := testContext(t)
+	deletePolicy := "delete"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &deletePolicy}, "retained"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "split"); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"retained", "split"} {
+		reg, err := New(ctx, Options{Bootstrap: []string{b.addr}, Topic: topic, Logger: testLogger(t)})
+		if !errors.Is(err, ErrTopic) {
+			if reg != nil {
+				_ = reg.Close(ctx)
+			}
+			t.Fatalf("topic %s: %v, want ErrTopic", topic, err)
+		}
+		t.Logf("%s: %v", topic, err)
 	}
 }

@@ -25,9 +25,13 @@ type rawJSON string
 // a context bounded by the write timeout.
 type request struct {
 	*http.Request
-	ctx  context.Context
-	body []byte
+	ctx     context.Context
+	body    []byte
+	release func() // gives back the body's slot, when it holds one
 }
+
+// maxBodiesInFlight bounds the request bodies held at once.
+const maxBodiesInFlight = 64
 
 func (r *Registry) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -88,7 +92,11 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 		ctx, cancel := context.WithTimeout(hr.Context(), r.opts.WriteTimeout)
 		defer cancel()
 		status := http.StatusOK
+		req := &request{Request: hr, ctx: ctx}
 		defer func() {
+			if req.release != nil {
+				req.release()
+			}
 			if p := recover(); p != nil {
 				r.logger.Error("schema registry: handler panic (a bug)", "route", pattern, "panic", p)
 				status = http.StatusInternalServerError
@@ -98,8 +106,8 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 			r.metrics.latency.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
 			r.logger.Debug("schema registry request", "method", hr.Method, "path", hr.URL.Path, "status", status, "elapsed", time.Since(start))
 		}()
-		req := &request{Request: hr, ctx: ctx}
-		answer, err := r.prepare(req)
+		var answer any
+		err := r.prepare(req)
 		if err == nil {
 			answer, err = e(req)
 		}
@@ -125,30 +133,38 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 }
 
 // prepare checks the content type and the subject, and reads the body up to
-// the limit.
-func (r *Registry) prepare(req *request) (any, error) {
+// the limit, holding one of the bodies slots: at most maxBodiesInFlight
+// bodies are read or held at once, so requests in flight hold at most that
+// many times MaxRequestBytes; the others wait for a slot.
+func (r *Registry) prepare(req *request) error {
 	if strings.Contains(req.Pattern, "{subject}") {
 		if aerr := checkSubject(req.PathValue("subject")); aerr != nil {
-			return nil, aerr
+			return aerr
 		}
 	}
 	if req.Method != http.MethodPost && req.Method != http.MethodPut {
-		return nil, nil
+		return nil
 	}
 	if aerr := checkContentType(req.Header.Get("Content-Type")); aerr != nil {
-		return nil, aerr
+		return aerr
+	}
+	select {
+	case r.bodies <- struct{}{}:
+		req.release = func() { <-r.bodies }
+	case <-req.ctx.Done():
+		return errorf(codeOperationTimeout, "Too many requests in flight; retry")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, r.opts.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			r.metrics.reqTooBig.Inc()
-			return nil, errorf(codeRequestEntityTooLarge, "The request body is larger than %d bytes", r.opts.MaxRequestBytes)
+			return errorf(codeRequestEntityTooLarge, "The request body is larger than %d bytes", r.opts.MaxRequestBytes)
 		}
-		return nil, errorf(codeBadRequest, "Reading the request body failed: %v", err)
+		return errorf(codeBadRequest, "Reading the request body failed: %v", err)
 	}
 	req.body = body
-	return nil, nil
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

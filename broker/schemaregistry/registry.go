@@ -44,6 +44,7 @@ type Registry struct {
 	store   *store
 	metrics *metrics
 	handler http.Handler
+	bodies  chan struct{} // slots of request bodies in flight
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -74,7 +75,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{opts: opts, logger: opts.Logger, store: st, metrics: m}
+	r := &Registry{opts: opts, logger: opts.Logger, store: st, metrics: m, bodies: make(chan struct{}, maxBodiesInFlight)}
 	r.handler = r.routes()
 	return r, nil
 }

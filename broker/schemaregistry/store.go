@@ -113,6 +113,20 @@ func (s *store) ensureTopic(ctx context.Context) error {
 	if n := len(d.Partitions); n != 1 {
 		return fmt.Errorf("%w: %s has %d partitions; the registry needs exactly one (delete it or choose another --topic)", ErrTopic, s.topic, n)
 	}
+	// Time or size retention would drop schemas: refuse, as Confluent does.
+	configs, err := s.admin.DescribeTopicConfigs(ctx, s.topic)
+	if err != nil {
+		return fmt.Errorf("%w: describe configs of %s: %v", ErrStore, s.topic, err)
+	}
+	rc, err := configs.On(s.topic, nil)
+	if err != nil {
+		return fmt.Errorf("%w: describe configs of %s: %v", ErrStore, s.topic, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" && c.Value != nil && *c.Value != "compact" {
+			return fmt.Errorf("%w: %s has cleanup.policy=%s, which would delete schemas; recreate it with cleanup.policy=compact or choose another --topic", ErrTopic, s.topic, *c.Value)
+		}
+	}
 	return nil
 }
 
