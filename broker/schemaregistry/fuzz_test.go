@@ -1,6 +1,9 @@
 package schemaregistry
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // FuzzParseSchemaRequest: any body gives a schema or a Confluent error, and
 // the canonical form of an accepted schema is a fixed point (parsing it
@@ -31,5 +34,52 @@ func FuzzParseSchemaRequest(f *testing.F) {
 		if again.canonical != ps.canonical {
 			t.Fatalf("canonical form is not a fixed point:\n%s\n%s", ps.canonical, again.canonical)
 		}
+	})
+}
+
+// FuzzApplyRecords applies arbitrary records, as anyone able to produce to
+// the topic could write them: no panic, and the state's invariants hold.
+// The input is records separated by 0xff, each key and value separated by
+// 0xfe (no 0xfe: a tombstone).
+func FuzzApplyRecords(f *testing.F) {
+	seed := func(recs ...logRecord) []byte {
+		var out []byte
+		for _, r := range recs {
+			k, v, _ := r.encode()
+			out = append(out, k...)
+			if v != nil {
+				out = append(out, 0xfe)
+				out = append(out, v...)
+			}
+			out = append(out, 0xff)
+		}
+		return out
+	}
+	x := `{"type":"record","name":"r","fields":[{"name":"a","type":"int"}]}`
+	f.Add(seed(
+		logRecord{schemaKey("s", 1, "n1"), schemaValue{Subject: "s", Version: 1, ID: 1, Schema: x}},
+		logRecord{schemaKey("t", 1, "n2"), schemaValue{Subject: "t", Version: 1, ID: 1, Schema: x}},
+		logRecord{schemaKey("s", 2, "n3"), schemaValue{Subject: "s", Version: 2, ID: 1, Schema: `"int"`}},
+		logRecord{deleteVersionKey("s", 1, "n1"), deleteVersionValue{Subject: "s", Version: 1, Nonce: "n1"}},
+		logRecord{idKey(1), idValue{ID: 1, Fingerprint: "ab"}},
+		logRecord{key: schemaKey("s", 1, "n1")},
+		logRecord{configKey(""), configValue{Level: LevelFull}},
+		logRecord{key: configKey("s")},
+	))
+	f.Add([]byte(`{"keytype":"SCHEMA","subject":"s","version":1,"nonce":"n","magic":1}` + "\xfe" + `{"subject":"s","version":1,"id":-5,"schema":"\"int\""}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := newState()
+		for _, rec := range bytes.Split(data, []byte{0xff}) {
+			k, v, hasValue := bytes.Cut(rec, []byte{0xfe})
+			key, err := decodeKey(k)
+			if err != nil {
+				continue
+			}
+			if !hasValue {
+				v = nil
+			}
+			st.apply(key, v)
+		}
+		checkInvariants(t, st)
 	})
 }
