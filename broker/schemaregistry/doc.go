@@ -67,11 +67,16 @@
 // version and id). Ids are therefore global (one schema, one id, across
 // subjects), grow, are never reused (the ID record survives a permanent
 // delete), and are the same on every instance and after every restart.
-// Every instance that sees a rejected record writes its tombstone once
-// caught up, so compaction cannot later drop a winner and keep its loser.
-// Known limit: if every instance stops between a losing record and its
-// tombstone, and the winner is then permanently deleted and compacted
-// away, a replay accepts the loser.
+// Compaction must never drop a winner and keep a loser it beat, which a
+// replay would then accept. So every instance that sees a rejected record
+// writes its tombstone once caught up, and a permanent delete first writes
+// the tombstones its caught-up view still misses, before its own.
+// TestRacingWritersAndCompaction checks that the compacted log gives the
+// same state as the whole log, with the cleanup, and without it when deletes
+// do not race. Remaining limit: a loser written after a permanent delete's
+// catch-up and before its tombstones, if every instance then stops before
+// tombstoning it, can be accepted by a replay once compaction has dropped
+// the deleted winner.
 //
 // Compatibility is checked by the writer against its caught-up view; the
 // log rules do not re-check it.

@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 
 	"github.com/google/uuid"
@@ -139,7 +140,7 @@ func decideDeleteVersion(st *state, subject string, version int, permanent bool)
 	case permanent && !v.deleted:
 		return 0, nil, errorf(codeVersionNotSoftDeleted, "Subject '%s' Version %d was not deleted first before being permanently deleted", subject, v.number)
 	case permanent:
-		return v.number, hardDeleteRecords(st, v), nil
+		return v.number, append(loserTombstones(st), hardDeleteRecords(st, v)...), nil
 	default:
 		return v.number, []logRecord{softDeleteRecord(v)}, nil
 	}
@@ -147,6 +148,19 @@ func decideDeleteVersion(st *state, subject string, version int, permanent bool)
 
 func softDeleteRecord(v *version) logRecord {
 	return logRecord{deleteVersionKey(v.subject, v.number, v.nonce), deleteVersionValue{Subject: v.subject, Version: v.number, Nonce: v.nonce}}
+}
+
+// loserTombstones are tombstones for the registrations that lost a race and
+// have none yet. A permanent delete writes them before its own: a winner's
+// record is then never tombstoned (and compacted away) while a loser it beat
+// could still be read without its tombstone and taken for a winner.
+func loserTombstones(st *state) []logRecord {
+	var recs []logRecord
+	for _, key := range st.rejected {
+		recs = append(recs, logRecord{key: key})
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].key.Nonce < recs[j].key.Nonce })
+	return recs
 }
 
 // hardDeleteRecords are the records that remove a soft-deleted version:
@@ -194,6 +208,9 @@ func decideDeleteSubject(st *state, subject string, permanent bool) ([]int, []lo
 		return nil, nil, errorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
 	}
 	var recs []logRecord
+	if permanent {
+		recs = loserTombstones(st)
+	}
 	versions := []int{}
 	for _, v := range sub.versions {
 		switch {

@@ -156,6 +156,13 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 				seen[w] += rng.IntN(len(log) - seen[w] + 1) // catch up partly: a stale view
 			}
 			view := replay(log[:seen[w]])
+			// A delete from a stale view (a delete racing the registrations
+			// it beats) is modelled only in the rounds where the losers'
+			// own cleanup runs: see the limit in doc.go.
+			deleteView := view
+			if round%2 == 1 {
+				deleteView = now
+			}
 			subject := subjects[rng.IntN(len(subjects))]
 			var recs []logRecord
 			var nonceWritten string
@@ -168,9 +175,9 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 					recs = append(recs, *d.record)
 				}
 			case op < 14:
-				_, recs, _ = decideDeleteVersion(view, subject, -1, rng.IntN(2) == 0)
+				_, recs, _ = decideDeleteVersion(deleteView, subject, -1, rng.IntN(2) == 0)
 			case op < 17:
-				_, recs, _ = decideDeleteSubject(view, subject, rng.IntN(2) == 0)
+				_, recs, _ = decideDeleteSubject(deleteView, subject, rng.IntN(2) == 0)
 			default:
 				subj := subject
 				if rng.IntN(2) == 0 {
@@ -189,10 +196,13 @@ func TestRacingWritersAndCompaction(t *testing.T) {
 					accepted[nonceWritten] = v.id
 				}
 			}
-			// Every instance tombstones the losers it sees, once caught up.
-			for _, key := range now.rejected {
-				log = append(log, simRecord{key: key})
-				now.apply(key, nil)
+			// Every instance tombstones the losers it sees, once caught up;
+			// in half the rounds every instance dies before it can.
+			if round%2 == 0 {
+				for _, key := range now.rejected {
+					log = append(log, simRecord{key: key})
+					now.apply(key, nil)
+				}
 			}
 			checkInvariants(t, now)
 			for id, e := range now.schemas {
