@@ -168,6 +168,12 @@ func (s *Server) Serve(ln net.Listener) error {
 				return ErrClosed
 			}
 			if errors.Is(err, net.ErrClosed) {
+				s.mu.Lock()
+				closed := s.closed
+				s.mu.Unlock()
+				if closed { // Shutdown closed it before cancelling
+					return ErrClosed
+				}
 				return err
 			}
 			// Out of descriptors (EMFILE/ENFILE), out of buffers, an aborted
