@@ -8,7 +8,11 @@ package log
 // with KAFKA_STORAGE_ERROR). Each later write attempt (an append, a flush, a
 // retention pass) first retries the deferred start-up writes; once they
 // succeed, because space returned, the log takes writes again without a
-// restart. Any other I/O error at open still fails the open.
+// restart. An fsync that fails with ENOSPC is not retried (after a failed
+// writeback the kernel may have dropped the data, and a later successful
+// fsync would not say so): that log opens failed, serving reads and refusing
+// writes until the broker restarts. Any other I/O error at open still fails
+// the open.
 
 import (
 	"errors"
@@ -36,6 +40,10 @@ func (l *Log) deferOnFullDisk(err error, what int) bool {
 	if l.failed == nil {
 		l.failed = err
 	}
+	if !l.syncedLocked() {
+		l.logger.Error("file system full and the data could not be synced: serving reads, refusing writes until a restart", "err", err)
+		return true
+	}
 	l.deferred |= what
 	l.logger.Warn("file system full: serving reads, refusing writes until space returns", "err", err)
 	return true
@@ -53,7 +61,7 @@ func (l *Log) retryDeferredLocked() {
 	case err == nil:
 		l.failed = nil
 		l.logger.Info("space returned: the log takes writes again")
-	case IsNoSpace(err):
+	case IsNoSpace(err) && l.syncedLocked():
 		l.failed = err
 	default:
 		l.deferred = 0
@@ -78,4 +86,16 @@ func (l *Log) redoDeferredLocked() error {
 		l.deferred &^= deferredCheckpoint
 	}
 	return nil
+}
+
+// syncedLocked reports whether every segment and the directory are synced:
+// a checkpoint that failed after this failed in writing its files, not in
+// an fsync of the data.
+func (l *Log) syncedLocked() bool {
+	for _, s := range l.segments {
+		if s.flushedSize < s.size {
+			return false
+		}
+	}
+	return !l.dirDirty
 }

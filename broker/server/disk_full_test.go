@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -13,15 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/broker/config"
+	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
 	"github.com/sluicehq/sluice/broker/log/vfs/errorfs"
 )
 
 // diskFull fails what needs free space with ENOSPC while full is set, as a
-// full file system does: writes, and creating new files or directories.
+// full file system does: writes, and creating new files or directories (and
+// fsync too with syncFails: delayed allocation).
 type diskFull struct {
-	full    atomic.Bool
-	refused atomic.Int64
+	full, syncFails atomic.Bool
+	refused         atomic.Int64
 }
 
 func (d *diskFull) MaybeError(op errorfs.Op, path string) error {
@@ -29,6 +32,10 @@ func (d *diskFull) MaybeError(op errorfs.Op, path string) error {
 		return nil
 	}
 	switch op {
+	case errorfs.OpSync:
+		if !d.syncFails.Load() {
+			return nil
+		}
 	case errorfs.OpCreate, errorfs.OpMkdir:
 		if _, err := os.Stat(path); err == nil {
 			return nil // exists: no new space needed
@@ -143,4 +150,50 @@ func TestStartOnFullDisk(t *testing.T) {
 	}
 	consumeAll(t, ts3.addr, "kept", 70)
 	stillServes(t, ts3.addr, "a full disk")
+}
+
+// TestStartOnFullDiskFsyncFails: when even the fsync of the recovered data
+// fails with ENOSPC (delayed allocation), the broker still starts and serves
+// reads, but that partition refuses writes until a restart: after a failed
+// writeback a later fsync proves nothing.
+func TestStartOnFullDiskFsyncFails(t *testing.T) {
+	dir := t.TempDir()
+	disk := &diskFull{}
+	fs := errorfs.Wrap(vfs.OS, disk)
+	ts, err := startOn(t, dir, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, ts.addr)
+	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "unsynced"); err != nil {
+		t.Fatal(err)
+	}
+	if r := produceRaw(t, cl, "unsynced", 0, -1, makeBatch(-1, -1, -1, 5, "before")); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	cl.Close()
+	ts.abandon()
+	disk.full.Store(true)
+	disk.syncFails.Store(true)
+	ts2, err := startOn(t, dir, fs)
+	if err != nil {
+		t.Fatalf("start on a full disk: %v", err)
+	}
+	consumeAll(t, ts2.addr, "unsynced", 5)
+	disk.full.Store(false)
+	cl2 := newClient(t, ts2.addr)
+	if r := produceRaw(t, cl2, "unsynced", 0, -1, makeBatch(-1, -1, -1, 5, "after")); r.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce after a failed fsync: %v, want KAFKA_STORAGE_ERROR until a restart", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// Shutdown says the log was failed; the next start recovers it.
+	if err := ts2.Shutdown(context.Background()); !errors.Is(err, plog.ErrLogFailed) {
+		t.Fatalf("shutdown with a failed log: %v", err)
+	}
+	ts3, err := startOn(t, dir, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := produceRaw(t, newClient(t, ts3.addr), "unsynced", 0, -1, makeBatch(-1, -1, -1, 5, "restarted")); r.ErrorCode != 0 || r.BaseOffset != 5 {
+		t.Fatalf("produce after the restart: base %d, %v", r.BaseOffset, kerr.ErrorForCode(r.ErrorCode))
+	}
 }
