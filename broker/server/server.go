@@ -202,8 +202,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		if refused := s.admitLocked(ip); refused != "" {
 			s.mu.Unlock()
-			_ = nc.Close()
 			s.metrics.connsRefused.WithLabelValues(refused).Inc()
+			_ = nc.Close()
 			s.logger.Debug("connection refused", "remote", nc.RemoteAddr().String(), "limit", refused)
 			continue
 		}
