@@ -351,7 +351,7 @@ func (b Broker) Unknown() []string {
 		if a, ok := brokerAliases[k]; ok {
 			name = a
 		}
-		if _, ok := findBrokerProp(name); !ok {
+		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) {
 			out = append(out, k)
 		}
 	}

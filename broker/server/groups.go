@@ -1,0 +1,63 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/group"
+)
+
+// groupTick is how often the group coordinator looks at the clock (join
+// phases that timed out, expired sessions, offset expiry). Decisions use
+// Options.Clock; only the polling runs on the wall clock.
+const groupTick = 100 * time.Millisecond
+
+// openGroups builds the group coordinator from the broker's group.* and
+// offsets.* properties and replays __consumer_offsets.
+func openGroups(opts Options, cfg config.Broker, reg *registry) (*group.Coordinator, error) {
+	gc, err := cfg.Group()
+	if err != nil {
+		return nil, err
+	}
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	delay := ms(gc.InitialRebalanceDelayMs)
+	if delay == 0 {
+		delay = -1 // group.Options: negative = no delay
+	}
+	var clock group.Clock
+	if opts.Clock != nil {
+		clock = opts.Clock
+	}
+	c, err := group.New(group.Options{
+		Storage: offsetsStorage{reg: reg, partitions: int32(gc.OffsetsTopicNumPartitions)},
+		Clock:   clock, Logger: opts.Logger.With("component", "group-coordinator"),
+		OffsetsPartitions:      int32(gc.OffsetsTopicNumPartitions),
+		MinSessionTimeout:      ms(gc.MinSessionTimeoutMs),
+		MaxSessionTimeout:      ms(gc.MaxSessionTimeoutMs),
+		InitialRebalanceDelay:  delay,
+		OffsetsRetention:       time.Duration(gc.OffsetsRetentionMinutes) * time.Minute,
+		OffsetsRetentionCheck:  ms(gc.OffsetsRetentionCheckIntervalMs),
+		MaxGroupSize:           int(gc.MaxSize),
+		OffsetMetadataMaxBytes: int(gc.OffsetMetadataMaxBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: load consumer groups: %w", err)
+	}
+	return c, nil
+}
+
+// groupLoop drives the group coordinator's clock until Shutdown.
+func (s *Server) groupLoop() {
+	defer s.retentionWG.Done()
+	t := time.NewTicker(groupTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.groups.Tick()
+		}
+	}
+}
