@@ -5,15 +5,15 @@
 //
 // # States
 //
-//	             join (new member)              all members joined, or
-//	  +-------+ -----------------> +-----------+ rebalance timeout    +-------------+
-//	  | Empty |                    | Preparing | -------------------> | Completing  |
-//	  +-------+ <----------------- | Rebalance |                      | Rebalance   |
-//	      ^      nobody rejoined   +-----------+ <------------------- +-------------+
-//	      |                          ^      ^    member joined/left/       | leader's
-//	      | last member left         |      |    expired, sync timeout     | SyncGroup
-//	      | or expired               |      +-------------------------+    v
-//	      +--------------------------+-- member joined/left/expired --+ Stable
+//	           join (new member)              all members joined, or
+//	+-------+ -----------------> +-----------+ rebalance timeout    +-------------+
+//	| Empty |                    | Preparing | -------------------> | Completing  |
+//	+-------+ <----------------- | Rebalance |                      | Rebalance   |
+//	    ^      nobody rejoined   +-----------+ <------------------- +-------------+
+//	    |                          ^      ^    member joined/left/       | leader's
+//	    | last member left         |      |    expired, sync timeout     | SyncGroup
+//	    | or expired               |      +-------------------------+    v
+//	    +--------------------------+-- member joined/left/expired --+ Stable
 //
 // A join phase (PreparingRebalance) ends when every member has rejoined and
 // no member id handed out with MEMBER_ID_REQUIRED is still expected — but
