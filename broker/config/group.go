@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Group is the group coordinator's and producer-state housekeeping's part
+// Group is the group coordinator's, the log cleaner's and producer-state housekeeping's part
 // of the broker configuration, with Kafka's property names and defaults.
 // It is read from the properties a Broker was built from (Broker.Group), so
 // that these keys live apart from the log properties.
@@ -19,6 +19,7 @@ type Group struct {
 	OffsetsTopicNumPartitions       int64 // offsets.topic.num.partitions (50)
 	OffsetMetadataMaxBytes          int64 // offset.metadata.max.bytes (4096)
 	ProducerIDExpirationMs          int64 // producer.id.expiration.ms (86400000 = 1 day)
+	LogCleanerBackoffMs             int64 // log.cleaner.backoff.ms (15000): pause between compaction passes
 }
 
 type groupProp struct {
@@ -37,13 +38,14 @@ var groupProps = []groupProp{
 	{"offsets.topic.num.partitions", 1, func(g *Group) *int64 { return &g.OffsetsTopicNumPartitions }},
 	{"offset.metadata.max.bytes", 0, func(g *Group) *int64 { return &g.OffsetMetadataMaxBytes }},
 	{"producer.id.expiration.ms", 1, func(g *Group) *int64 { return &g.ProducerIDExpirationMs }},
+	{"log.cleaner.backoff.ms", 1, func(g *Group) *int64 { return &g.LogCleanerBackoffMs }},
 }
 
 // DefaultGroup returns Kafka's defaults.
 func DefaultGroup() Group {
 	return Group{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1800000, InitialRebalanceDelayMs: 3000, MaxSize: 10000,
 		OffsetsRetentionMinutes: 7 * 24 * 60, OffsetsRetentionCheckIntervalMs: 600000, OffsetsTopicNumPartitions: 50,
-		OffsetMetadataMaxBytes: 4096, ProducerIDExpirationMs: 24 * 3600 * 1000}
+		OffsetMetadataMaxBytes: 4096, ProducerIDExpirationMs: 24 * 3600 * 1000, LogCleanerBackoffMs: 15000}
 }
 
 // IsGroupProperty reports whether name is one of Group's properties.

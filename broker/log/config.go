@@ -29,6 +29,8 @@ type Config struct {
 	FlushMs            time.Duration // flush.ms, default 0 = page cache
 	MaxMessageBytes    int           // max.message.bytes (largest batch), default 1048588
 	TimestampType      TimestampType // message.timestamp.type, default CreateTime
+	Compact            bool          // cleanup.policy includes compact: Compact keeps the newest record per key
+	DeleteRetention    time.Duration // delete.retention.ms, default 1 day: how long compaction keeps tombstones
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -42,6 +44,7 @@ func DefaultConfig() Config {
 		RetentionBytes:     -1,
 		MaxMessageBytes:    1048588,
 		TimestampType:      CreateTime,
+		DeleteRetention:    24 * time.Hour,
 	}
 }
 
@@ -68,6 +71,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = d.DeleteRetention
 	}
 	switch {
 	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:

@@ -50,6 +50,8 @@ type Log struct {
 	metrics *Metrics
 	mgr     *Manager // nil when opened outside a manager (tests)
 
+	cleaner cleanerState // compaction's own state; cleaner.mu is taken before mu
+
 	mu sync.RWMutex
 	// Guarded by mu.
 	cfg           Config

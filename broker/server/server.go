@@ -57,7 +57,7 @@ type Server struct {
 	closed    bool
 
 	connWG      sync.WaitGroup // one per connection
-	retentionWG sync.WaitGroup // the retention and group ticker goroutines
+	retentionWG sync.WaitGroup // the retention, group ticker and log cleaner goroutines
 	longPolls   atomic.Int64   // Fetch requests waiting for data (tests, metrics)
 
 	unlock func() // releases the data directory lock
@@ -125,9 +125,10 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), groups: groups,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
-	s.retentionWG.Add(2)
+	s.retentionWG.Add(3)
 	go s.retentionLoop()
 	go s.groupLoop()
+	go s.cleanerLoop()
 	return s, nil
 }
 
