@@ -348,6 +348,9 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 		pos += hdrs[i].size()
 		l.producers.update(&hdrs[i])
 	}
+	if idempotent {
+		l.producers.touch(hdrs[0].ProducerID, l.clock.Now())
+	}
 	seg.size = pos
 	res.BaseOffset = hdrs[0].BaseOffset
 	res.LastOffset = hdrs[len(hdrs)-1].lastOffset()

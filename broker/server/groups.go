@@ -61,3 +61,13 @@ func (s *Server) groupLoop() {
 		}
 	}
 }
+
+// producerIDExpiration is the broker's producer.id.expiration.ms (its
+// default when the property is malformed; New rejects that earlier).
+func producerIDExpiration(b config.Broker) time.Duration {
+	gc, err := b.Group()
+	if err != nil {
+		gc = config.DefaultGroup()
+	}
+	return time.Duration(gc.ProducerIDExpirationMs) * time.Millisecond
+}

@@ -129,6 +129,7 @@ func openRegistry(store MetaStore, mgr *plog.Manager, b config.Broker, logger *s
 
 func (r *registry) openPartitions(t *topic, n int32) error {
 	lc := logConfig(t.cfg)
+	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
 	for p := int32(0); p < n; p++ {
 		tp := plog.TopicPartition{Topic: t.name, Partition: p}
 		l, err := r.mgr.Open(tp, lc)
