@@ -39,9 +39,13 @@ func init() {
 		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
 		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
 		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
+		{key: 21, name: "DeleteRecords", advertisedMin: 0, max: 2, handle: handleDeleteRecords},
 		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
+		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch},
 		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
+		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs},
 		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: handleDeleteGroups},
+		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
 	for _, a := range apis {
