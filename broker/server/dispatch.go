@@ -43,8 +43,11 @@ func init() {
 		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
 		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch},
 		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
+		{key: 33, name: "AlterConfigs", advertisedMin: 0, max: 2, handle: handleAlterConfigs},
 		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs},
+		{key: 37, name: "CreatePartitions", advertisedMin: 0, max: 3, handle: handleCreatePartitions},
 		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: handleDeleteGroups},
+		{key: 44, name: "IncrementalAlterConfigs", advertisedMin: 0, max: 1, handle: handleIncrementalAlterConfigs},
 		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
