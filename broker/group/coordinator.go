@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -119,6 +120,29 @@ type Coordinator struct {
 	partitions int32
 	// lastExpiry is when offsets were last checked for expiry.
 	lastExpiry time.Time
+
+	generations atomic.Int64 // generations formed (rebalances completed), for metrics
+	commits     atomic.Int64 // offsets committed, for metrics
+}
+
+// Stats is a snapshot of the coordinator for metrics.
+type Stats struct {
+	Groups      map[State]int // groups per state
+	Members     int           // members of all groups
+	Generations int64         // generations formed since start
+	Commits     int64         // offsets committed since start
+}
+
+// Stats returns the current counts.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Stats{Groups: map[State]int{}, Generations: c.generations.Load(), Commits: c.commits.Load()}
+	for _, g := range c.groups {
+		st.Groups[g.state]++
+		st.Members += len(g.members)
+	}
+	return st
 }
 
 // New loads the committed offsets and group metadata from OffsetsTopic (if
@@ -251,9 +275,9 @@ func (c *Coordinator) groupOrNew(id string, now time.Time) *group {
 	return g
 }
 
-// dropIfUnused forgets an Empty group without offsets.
+// dropIfUnused forgets an Empty group without offsets or expected members.
 func (c *Coordinator) dropIfUnused(g *group) {
-	if g.state == StateEmpty && len(g.members) == 0 && len(g.offsets) == 0 {
+	if g.state == StateEmpty && len(g.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0 {
 		delete(c.groups, g.id)
 	}
 }

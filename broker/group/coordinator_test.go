@@ -120,15 +120,16 @@ func TestSessionExpiryMovesPartitions(t *testing.T) {
 func TestRebalanceTimeoutDropsSilentMember(t *testing.T) {
 	f := newFixture(t)
 	leader, follower, gen := stableGroup(t, f, "g")
-	_ = follower
-	ch := f.joinAsync(joinReq("g", leader, nil, 9)) // leader rejoins with... same metadata: a rebalance
-	select {
-	case r := <-ch:
-		t.Fatalf("join answered before the follower rejoined or the timeout: %+v", r)
-	case <-time.After(50 * time.Millisecond):
+	ch := f.joinAsync(joinReq("g", leader, nil, 9)) // the leader rejoins: a rebalance
+	f.waitJoining("g", leader, ch)
+	// The follower keeps its session alive but never rejoins.
+	for i := 0; i < 29; i++ {
+		f.clock.Advance(time.Second)
+		if code := f.heartbeat("g", follower, gen); code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("follower heartbeat during the rebalance: %d", code)
+		}
+		f.c.Tick()
 	}
-	f.clock.Advance(29 * time.Second)
-	f.c.Tick()
 	select {
 	case r := <-ch:
 		t.Fatalf("join answered before the rebalance timeout: %+v", r)
@@ -364,4 +365,37 @@ func partitionForJava(s string, n int32) int32 {
 		h = -h
 	}
 	return h % n
+}
+
+func TestAbandonedJoinAndDuplicateCommits(t *testing.T) {
+	f := newFixture(t)
+	r := f.c.Join(context.Background(), joinReq("ghost", "", nil, 9), Client{ID: "cl"})
+	if r.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatal(r.ErrorCode)
+	}
+	f.clock.Advance(11 * time.Second) // the member id's session passes unused
+	f.c.Tick()
+	if lr := f.c.List(kmsg.NewPtrListGroupsRequest()); len(lr.Groups) != 0 {
+		t.Fatalf("an abandoned join left groups: %+v", lr.Groups)
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 8, "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	for _, off := range []int64{5, 9} {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset = off
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := f.c.CommitOffsets(req)
+	if ps := resp.Topics[0].Partitions; len(ps) != 2 || ps[0].ErrorCode != 0 || ps[1].ErrorCode != 0 {
+		t.Fatalf("duplicate commit answers: %+v", ps)
+	}
+	if got := f.fetched("g", "t", 0); got != 9 {
+		t.Fatalf("committed %d, want the last value 9", got)
+	}
+	if st := f.c.Stats(); st.Commits != 1 || st.Groups[StateEmpty] != 1 {
+		t.Fatalf("stats: %+v (one commit stored)", st)
+	}
 }

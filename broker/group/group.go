@@ -370,6 +370,7 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 		g.leader = g.sortedMembers()[0].id
 	}
 	g.setState(StateCompletingRebalance, now)
+	c.generations.Add(1)
 	g.syncDeadline = now.Add(g.maxRebalanceTimeout())
 	for _, m := range g.members {
 		m.joined, m.synced, m.lastSeen = false, false, now
@@ -404,6 +405,12 @@ func (c *Coordinator) tickGroup(g *group, now time.Time) {
 		if !now.Before(deadline) {
 			delete(g.pending, id)
 		}
+	}
+	if g.state == StateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.generation == 0 {
+		// A join that never completed (MEMBER_ID_REQUIRED and gone):
+		// nothing was stored, nothing to keep.
+		c.dropIfUnused(g)
+		return
 	}
 	expired := false
 	for _, m := range g.sortedMembers() {

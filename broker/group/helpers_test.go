@@ -199,13 +199,13 @@ func (f *fixture) newMember(group string) (string, <-chan *kmsg.JoinGroupRespons
 		f.t.Fatalf("first join: code %d, want MEMBER_ID_REQUIRED", resp.ErrorCode)
 	}
 	ch := f.joinAsync(joinReq(group, resp.MemberID, nil, 9))
-	f.waitJoining(group, resp.MemberID)
+	f.waitJoining(group, resp.MemberID, ch)
 	return resp.MemberID, ch
 }
 
 // waitJoining waits until the member's JoinGroup waits in the coordinator
-// (or was already answered).
-func (f *fixture) waitJoining(group, member string) {
+// or was answered on ch.
+func (f *fixture) waitJoining(group, member string, ch <-chan *kmsg.JoinGroupResponse) {
 	f.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -213,12 +213,12 @@ func (f *fixture) waitJoining(group, member string) {
 		g := f.c.groups[group]
 		var joining bool
 		if g != nil {
-			if m := g.members[member]; m != nil && (m.joinWait != nil || g.state != StatePreparingRebalance) {
+			if m := g.members[member]; m != nil && m.joinWait != nil {
 				joining = true
 			}
 		}
 		f.c.mu.Unlock()
-		if joining {
+		if joining || len(ch) > 0 {
 			return
 		}
 		time.Sleep(time.Millisecond)

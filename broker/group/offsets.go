@@ -75,8 +75,28 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 	}
 	var ok []accepted
 	var recs []record
+	// A partition named twice is stored once: the last value wins, both
+	// entries get its answer.
+	last := map[topicPartition][2]int{}
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
+			last[topicPartition{t.Topic, p.Partition}] = [2]int{i, j}
+		}
+	}
+	defer func() {
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if at := last[topicPartition{t.Topic, p.Partition}]; at != [2]int{i, j} {
+					codes[i][j] = codes[at[0]][at[1]]
+				}
+			}
+		}
+	}()
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if last[topicPartition{t.Topic, p.Partition}] != [2]int{i, j} {
+				continue
+			}
 			meta := ""
 			if p.Metadata != nil {
 				meta = *p.Metadata
@@ -107,6 +127,7 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 	for _, a := range ok {
 		g.offsets[a.tp] = a.o
 	}
+	c.commits.Add(int64(len(ok)))
 	return resp
 }
 
@@ -246,6 +267,15 @@ func (c *Coordinator) expireOffsetsLocked(now time.Time) {
 	retention := c.opts.OffsetsRetention
 	for _, g := range c.sortedGroups() {
 		if g.state != StateEmpty {
+			continue
+		}
+		if len(g.offsets) == 0 && len(g.pending) == 0 && now.Sub(g.stateSince) >= retention {
+			// An empty group without offsets: only its metadata record is left.
+			if err := c.appendRecords(g.id, []record{{key: groupKey(g.id)}}); err != nil {
+				c.logger.Error("remove empty group (retried at the next check)", "group", g.id, "err", err)
+				continue
+			}
+			delete(c.groups, g.id)
 			continue
 		}
 		var recs []record

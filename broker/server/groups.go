@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 )
@@ -15,7 +17,7 @@ const groupTick = 100 * time.Millisecond
 
 // openGroups builds the group coordinator from the broker's group.* and
 // offsets.* properties and replays __consumer_offsets.
-func openGroups(opts Options, cfg config.Broker, reg *registry) (*group.Coordinator, error) {
+func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*group.Coordinator, error) {
 	gc, err := cfg.Group()
 	if err != nil {
 		return nil, err
@@ -44,6 +46,7 @@ func openGroups(opts Options, cfg config.Broker, reg *registry) (*group.Coordina
 	if err != nil {
 		return nil, fmt.Errorf("server: load consumer groups: %w", err)
 	}
+	m.reg.MustRegister(groupCollector{c})
 	return c, nil
 }
 
@@ -70,4 +73,31 @@ func producerIDExpiration(b config.Broker) time.Duration {
 		gc = config.DefaultGroup()
 	}
 	return time.Duration(gc.ProducerIDExpirationMs) * time.Millisecond
+}
+
+// groupCollector exports the coordinator's counts to Prometheus.
+type groupCollector struct{ c *group.Coordinator }
+
+var (
+	groupsDesc      = prometheus.NewDesc("sluice_group_groups", "Consumer groups per state.", []string{"state"}, nil)
+	membersDesc     = prometheus.NewDesc("sluice_group_members", "Members of all consumer groups.", nil, nil)
+	generationsDesc = prometheus.NewDesc("sluice_group_generations_total", "Group generations formed (completed rebalances) since start.", nil, nil)
+	commitsDesc     = prometheus.NewDesc("sluice_group_offset_commits_total", "Partition offsets committed since start.", nil, nil)
+)
+
+func (gc groupCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- groupsDesc
+	ch <- membersDesc
+	ch <- generationsDesc
+	ch <- commitsDesc
+}
+
+func (gc groupCollector) Collect(ch chan<- prometheus.Metric) {
+	st := gc.c.Stats()
+	for _, s := range []group.State{group.StateEmpty, group.StatePreparingRebalance, group.StateCompletingRebalance, group.StateStable} {
+		ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(st.Groups[s]), string(s))
+	}
+	ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(st.Members))
+	ch <- prometheus.MustNewConstMetric(generationsDesc, prometheus.CounterValue, float64(st.Generations))
+	ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(st.Commits))
 }

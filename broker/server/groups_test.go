@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +109,13 @@ func TestGroupConsumersSharePartitions(t *testing.T) {
 			}
 			if assigned != 6 {
 				t.Fatalf("assigned partitions: %d, want 6", assigned)
+			}
+			rec := httptest.NewRecorder()
+			ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			for _, want := range []string{`sluice_group_groups{state="Stable"} 1`, "sluice_group_members 3", "sluice_group_generations_total"} {
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
 			}
 			prod := newClient(t, ts.addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			for p := int32(0); p < 6; p++ {

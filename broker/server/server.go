@@ -115,7 +115,7 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
-	groups, err := openGroups(opts, cfg, reg)
+	groups, err := openGroups(opts, cfg, reg, m)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
