@@ -6,21 +6,13 @@ import "time"
 // __consumer_offsets among them) every log.cleaner.backoff.ms until
 // Shutdown. A pass skips logs that closed no segment since their last one.
 func (s *Server) cleanerLoop() {
-	defer s.retentionWG.Done()
 	backoff := 15 * time.Second
 	if gc, err := s.cfg.Group(); err == nil {
 		backoff = time.Duration(gc.LogCleanerBackoffMs) * time.Millisecond
 	}
-	t := time.NewTicker(backoff)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			if err := s.mgr.RunCompaction(); err != nil {
-				s.logger.Error("compaction pass", "err", err)
-			}
+	s.runEvery(backoff, func() {
+		if err := s.mgr.RunCompaction(); err != nil {
+			s.logger.Error("compaction pass", "err", err)
 		}
-	}
+	})
 }

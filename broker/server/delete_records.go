@@ -20,19 +20,15 @@ import (
 func handleDeleteRecords(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	seen := map[string]map[int32]bool{}
+	seen := partitionsOnce{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t, ok := s.topics.get(rt.Topic)
-		if seen[rt.Topic] == nil {
-			seen[rt.Topic] = map[int32]bool{}
-		}
 		for _, rp := range rt.Partitions {
-			if seen[rt.Topic][rp.Partition] {
+			if !seen.first(rt.Topic, rp.Partition) {
 				continue
 			}
-			seen[rt.Topic][rp.Partition] = true
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			switch {

@@ -51,18 +51,37 @@ func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*gr
 }
 
 // groupLoop drives the group coordinator's clock until Shutdown.
-func (s *Server) groupLoop() {
+func (s *Server) groupLoop() { s.runEvery(groupTick, s.groups.Tick) }
+
+// runEvery calls fn every period until Shutdown; it is one of the
+// goroutines counted by retentionWG.
+func (s *Server) runEvery(period time.Duration, fn func()) {
 	defer s.retentionWG.Done()
-	t := time.NewTicker(groupTick)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			s.groups.Tick()
+			fn()
 		}
 	}
+}
+
+// partitionsOnce de-duplicates the partitions a request names.
+type partitionsOnce map[string]map[int32]bool
+
+// first reports whether (topic, partition) is seen for the first time.
+func (po partitionsOnce) first(topic string, p int32) bool {
+	if po[topic] == nil {
+		po[topic] = map[int32]bool{}
+	}
+	if po[topic][p] {
+		return false
+	}
+	po[topic][p] = true
+	return true
 }
 
 // producerIDExpiration is the broker's producer.id.expiration.ms (its

@@ -16,19 +16,15 @@ import (
 func handleOffsetForLeaderEpoch(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	seen := map[string]map[int32]bool{}
+	seen := partitionsOnce{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		t, ok := s.topics.get(rt.Topic)
-		if seen[rt.Topic] == nil {
-			seen[rt.Topic] = map[int32]bool{}
-		}
 		for _, rp := range rt.Partitions {
-			if seen[rt.Topic][rp.Partition] {
+			if !seen.first(rt.Topic, rp.Partition) {
 				continue
 			}
-			seen[rt.Topic][rp.Partition] = true
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
 			switch {

@@ -13,26 +13,11 @@ import (
 func init() { extraCommands = append(extraCommands, newGroupsCommand) }
 
 func newGroupsCommand() *cobra.Command {
-	var bootstrap string
-	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "groups",
 		Short: "List, describe, reset and delete consumer groups on a Kafka-protocol broker",
 	}
-	cmd.PersistentFlags().StringVar(&bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
-	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
-	withAdmin := func(c *cobra.Command, fn func(ctx context.Context, a *kafka.Admin) error) error {
-		ctx, cancel := signalContext(c.Context())
-		defer cancel()
-		ctx, cancelT := context.WithTimeout(ctx, timeout)
-		defer cancelT()
-		a, err := kafka.NewAdmin(bootstrap)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		return fn(ctx, a)
-	}
+	withAdmin := newAdminRunner(cmd).run
 
 	list := &cobra.Command{
 		Use:   "list",
