@@ -27,6 +27,14 @@ func TestGroupToolsAgainstSluice(t *testing.T) {
 	t.Run("consumer-performance", func(t *testing.T) { javaConsumerPerformance(t, s.Addr) })
 }
 
+// TestGroupToolsAgainstApacheKafka is the reference run of the same clients.
+func TestGroupToolsAgainstApacheKafka(t *testing.T) {
+	addr := kafka.SharedKafka(t).Addr
+	t.Run("kcat", func(t *testing.T) { kcatGroup(t, addr) })
+	t.Run("console-consumer", func(t *testing.T) { javaConsoleGroup(t, addr) })
+	t.Run("consumer-performance", func(t *testing.T) { javaConsumerPerformance(t, addr) })
+}
+
 func kcatGroup(t *testing.T, addr string) {
 	path, err := kafka.KcatPath()
 	if err != nil {
