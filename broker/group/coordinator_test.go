@@ -399,3 +399,45 @@ func TestAbandonedJoinAndDuplicateCommits(t *testing.T) {
 		t.Fatalf("stats: %+v (one commit stored)", st)
 	}
 }
+
+// TestOffsetsSurviveCompaction: many commits and a deleted group, then the
+// offsets topic is compacted and the coordinator reloaded from it.
+func TestOffsetsSurviveCompaction(t *testing.T) {
+	f := newFixture(t)
+	for i := int64(1); i <= 300; i++ {
+		for _, g := range []string{"keep", "gone"} {
+			if code := f.commit(g, "", -1, "t", int32(i%6), i); code != 0 {
+				t.Fatal(code)
+			}
+		}
+	}
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{"gone"}
+	if code := f.c.Delete(req).Groups[0].ErrorCode; code != 0 {
+		t.Fatal(code)
+	}
+	var before, after int64
+	for _, l := range f.st.logs {
+		before += l.Size()
+		if _, err := l.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		after += l.Size()
+	}
+	if after > before/3 {
+		t.Fatalf("compaction kept %d of %d bytes", after, before)
+	}
+	f.restart()
+	for p := int32(0); p < 6; p++ {
+		want := int64(300 - (300-int64(p))%6)
+		if p == 0 {
+			want = 300
+		}
+		if got := f.fetched("keep", "t", p); got != want {
+			t.Errorf("keep t/%d after compaction and restart: %d, want %d", p, got, want)
+		}
+		if got := f.fetched("gone", "t", p); got != -1 {
+			t.Errorf("deleted group's t/%d came back: %d", p, got)
+		}
+	}
+}

@@ -45,6 +45,7 @@ type logStorage struct {
 	mu    sync.Mutex
 	logs  []*plog.Log
 	topic map[string]int32 // other topics: name -> partitions
+	cfg   plog.Config      // of the offsets topic's partitions
 
 	failAppend bool
 }
@@ -55,7 +56,7 @@ func newLogStorage(t testing.TB, fs vfs.FS, partitions int32) *logStorage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &logStorage{t: t, mgr: mgr, n: partitions, topic: map[string]int32{"t": 6, "u": 2}}
+	st := &logStorage{t: t, mgr: mgr, n: partitions, topic: map[string]int32{"t": 6, "u": 2}, cfg: offsetsLogConfig}
 	for _, tp := range mgr.Partitions() {
 		if tp.Topic == OffsetsTopic {
 			st.open()
@@ -68,7 +69,7 @@ func newLogStorage(t testing.TB, fs vfs.FS, partitions int32) *logStorage {
 
 func (st *logStorage) open() {
 	for p := int32(0); p < st.n; p++ {
-		l, err := st.mgr.Open(plog.TopicPartition{Topic: OffsetsTopic, Partition: p}, plog.DefaultConfig())
+		l, err := st.mgr.Open(plog.TopicPartition{Topic: OffsetsTopic, Partition: p}, st.cfg)
 		if err != nil {
 			st.t.Fatal(err)
 		}
@@ -115,6 +116,14 @@ func (st *logStorage) PartitionExists(topic string, p int32) bool {
 	n, ok := st.topic[topic]
 	return ok && p >= 0 && p < n
 }
+
+// offsetsLogConfig is the offsets topic's log config in tests: compacted,
+// with small segments so that compaction has closed segments to clean.
+var offsetsLogConfig = func() plog.Config {
+	c := plog.DefaultConfig()
+	c.SegmentBytes, c.Compact, c.RetentionMs = 2048, true, -1
+	return c
+}()
 
 type fixture struct {
 	t     *testing.T
