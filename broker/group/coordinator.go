@@ -179,9 +179,16 @@ func (c *Coordinator) load(p int32) error {
 		if len(b) == 0 {
 			return nil
 		}
-		next, err := decodeBatches(b, from, func(_ int64, r record) error { return c.replay(p, r, now) })
+		next, err := decodeBatches(b, from, func(off int64, r record) error {
+			if err := c.replay(p, r, now); err != nil {
+				// A record sluice cannot read is skipped, not fatal: the
+				// broker must start whatever the log holds.
+				c.logger.Warn("skipping an unreadable record of the offsets topic", "partition", p, "offset", off, "err", err)
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			c.logger.Warn("skipping the rest of an unreadable batch of the offsets topic", "partition", p, "err", err)
 		}
 		if next <= from {
 			return nil

@@ -441,3 +441,29 @@ func TestOffsetsSurviveCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadableRecordsDoNotStopLoading: records the coordinator cannot
+// parse (written by some other writer) are skipped at load.
+func TestUnreadableRecordsDoNotStopLoading(t *testing.T) {
+	f := newFixture(t)
+	if code := f.commit("g", "", -1, "t", 1, 11); code != 0 {
+		t.Fatal(code)
+	}
+	p := partitionFor("g", 4)
+	bad := []record{
+		{key: []byte{0, 1, 0xff}, value: []byte("x")},         // truncated offset key
+		{key: offsetKey("g", "t", 2), value: []byte{0, 3, 1}}, // truncated value
+		{key: []byte{0, 9, 1, 2}, value: []byte("?")},         // unknown key version
+		{key: []byte{7}}, // too short
+	}
+	if err := f.st.Append(p, encodeBatch(bad, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.commit("g", "", -1, "t", 3, 33); code != 0 {
+		t.Fatal(code)
+	}
+	f.restart()
+	if f.fetched("g", "t", 1) != 11 || f.fetched("g", "t", 3) != 33 || f.fetched("g", "t", 2) != -1 {
+		t.Fatalf("after loading past bad records: %d %d %d", f.fetched("g", "t", 1), f.fetched("g", "t", 3), f.fetched("g", "t", 2))
+	}
+}

@@ -113,23 +113,27 @@ func encodeBatch(recs []record, nowMs int64) []byte {
 }
 
 // decodeBatches walks concatenated batches and calls fn for every record.
-// It returns the offset after the last whole batch (from when none). A
-// compressed or control batch is skipped: sluice writes neither here.
-func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) (int64, error) {
-	next := from
+// It returns the offset after the last whole batch (from when none) and an
+// ErrCorruptOffsets error for the last unreadable record met (the walk goes
+// on with the next batch). A compressed or control batch is skipped: sluice
+// writes neither here.
+func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) (next int64, corrupt error) {
+	next = from
 	for len(b) >= 61 {
 		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:])))
 		if size < 61 || size > int64(len(b)) {
 			break // a partial batch at the end of a read
 		}
-		var batch kmsg.RecordBatch
-		if err := batch.ReadFrom(b[:size]); err != nil {
-			return next, fmt.Errorf("%w: batch at offset %d: %v", ErrCorruptOffsets, next, err)
-		}
-		b = b[size:]
-		last := batch.FirstOffset + int64(batch.LastOffsetDelta)
+		last := int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:])))
 		if last+1 > next {
 			next = last + 1
+		}
+		var batch kmsg.RecordBatch
+		err := batch.ReadFrom(b[:size])
+		b = b[size:]
+		if err != nil {
+			corrupt = fmt.Errorf("%w: batch ending at offset %d: %v", ErrCorruptOffsets, last, err)
+			continue
 		}
 		if batch.Attributes&0x0007 != 0 || batch.Attributes&0x0020 != 0 {
 			continue
@@ -152,7 +156,8 @@ func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) 
 				}
 			}
 			if !rr.Ok() || !r.Ok() {
-				return next, fmt.Errorf("%w: record %d of batch at offset %d is truncated", ErrCorruptOffsets, i, batch.FirstOffset)
+				corrupt = fmt.Errorf("%w: record %d of batch at offset %d is truncated", ErrCorruptOffsets, i, batch.FirstOffset)
+				break
 			}
 			if batch.FirstOffset+int64(delta) < from {
 				continue
@@ -162,5 +167,5 @@ func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) 
 			}
 		}
 	}
-	return next, nil
+	return next, corrupt
 }

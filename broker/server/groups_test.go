@@ -223,3 +223,14 @@ func FuzzListGroups(f *testing.F)      { fuzzAPI(f, 16) }
 func FuzzOffsetCommit(f *testing.F)    { fuzzAPI(f, 8) }
 func FuzzOffsetFetch(f *testing.F)     { fuzzAPI(f, 9) }
 func FuzzDeleteGroups(f *testing.F)    { fuzzAPI(f, 42) }
+
+func TestProduceToOffsetsTopicRefused(t *testing.T) {
+	ts := startServer(t, "", groupProps(t, nil))
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g" // creates __consumer_offsets
+	roundTrip(t, ts.addr, fc)
+	cl := newClient(t, ts.addr)
+	if sp := produceRaw(t, cl, "__consumer_offsets", 0, -1, makeBatch(-1, -1, -1, 1, "x")); sp.ErrorCode != 17 { // INVALID_TOPIC_EXCEPTION
+		t.Fatalf("produce to the offsets topic: error %d", sp.ErrorCode)
+	}
+}
