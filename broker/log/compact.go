@@ -14,8 +14,9 @@ package log
 // CRC), so reads of a compacted log see holes, never renumbered records. An
 // idempotent producer's last batch stays (possibly empty) so that the
 // producer table rebuilt from the log keeps its sequence. A compressed batch
-// is kept whole while any of its records lives (not recompressed). Recovery
-// of a compacting log accepts growing base offsets instead of contiguous ones.
+// is recompressed with its codec; one the cleaner cannot read (beyond 64 MiB
+// decompressed, or malformed) is kept whole. Recovery of a compacting log
+// accepts growing base offsets instead of contiguous ones.
 // The swap of one segment is crash-safe (see swapCleaned): a crash at any
 // step leaves the old or the new segment file, never neither.
 
@@ -132,11 +133,14 @@ func (l *Log) forEachBatch(cs cleanerSegment, fn func(b []byte, h *batchHeader, 
 		var recs []compactRecord
 		if h.Attributes&attrControl == 0 {
 			area, err := decompressRecords(h.Attributes&attrCompressionMask, b[batchHeaderSize:], maxDecompressed)
-			if err != nil {
-				return fmt.Errorf("log: compact %s: batch %d: %w", cs.seg.logPath(), h.BaseOffset, err)
+			if err == nil {
+				recs, err = parseRecords(area, &h)
 			}
-			if recs, err = parseRecords(area, &h); err != nil {
-				return err
+			if err != nil {
+				// Records the cleaner cannot read (larger than it decompresses,
+				// or malformed) are kept as they are and supersede nothing.
+				l.logger.Warn("compaction keeps a batch it cannot read", "segment", cs.seg.base, "batch", h.BaseOffset, "err", err)
+				recs = nil
 			}
 		}
 		if err := fn(b, &h, recs); err != nil {
@@ -270,45 +274,54 @@ func (l *Log) cleanSegment(cs cleanerSegment, latest map[string]int64, lastOfPro
 			}
 		}
 		removed += int64(len(recs) - len(keep))
-		compressed := h.Attributes&attrCompressionMask != 0
 		switch {
 		case len(keep) == len(recs):
 			out = append(out, b...)
 		case len(keep) == 0 && !(h.ProducerID >= 0 && lastOfProducer[h.ProducerID] == h.BaseOffset):
 			// the whole batch goes
-		case compressed && len(keep) > 0:
-			// Deviation: a compressed batch is kept whole while any of its
-			// records lives (it is not recompressed).
-			out = append(out, b...)
-			removed -= int64(len(recs) - len(keep))
 		default:
-			out = appendRebuiltBatch(out, b, keep)
+			rebuilt, err := appendRebuiltBatch(out, b, keep)
+			if err != nil {
+				l.logger.Warn("compaction keeps a batch it cannot recompress", "segment", cs.seg.base, "batch", h.BaseOffset, "err", err)
+				out = append(out, b...)
+				removed -= int64(len(recs) - len(keep))
+				return nil
+			}
+			out = rebuilt
 		}
 		return nil
 	})
 	return out, removed, err
 }
 
-// appendRebuiltBatch appends batch b with only the records keep (raw,
-// uncompressed): same base offset, lastOffsetDelta, timestamps and producer
-// fields; new length, record count and CRC. A compressed batch with no
-// records left becomes an uncompressed empty batch.
-func appendRebuiltBatch(out, b []byte, keep []compactRecord) []byte {
-	start := len(out)
-	out = append(out, b[:batchHeaderSize]...)
+// appendRebuiltBatch appends batch b with only the records keep, their
+// raw bytes recompressed with the batch's codec: same base offset,
+// lastOffsetDelta, timestamps and producer fields; new length, record count
+// and CRC. A batch with no records left is written uncompressed.
+func appendRebuiltBatch(out, b []byte, keep []compactRecord) ([]byte, error) {
+	var raw []byte
 	for _, r := range keep {
-		out = append(out, r.raw...)
+		raw = append(raw, r.raw...)
 	}
-	nb := out[start:]
-	binary.BigEndian.PutUint32(nb[offLength:], uint32(len(nb)-logOverhead))
-	attrs := binary.BigEndian.Uint16(nb[offAttributes:])
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	codec := int16(attrs) & attrCompressionMask
 	if len(keep) == 0 {
 		attrs &^= attrCompressionMask
+		codec = 0
 	}
+	area, err := compressRecords(codec, raw)
+	if err != nil {
+		return out, err
+	}
+	start := len(out)
+	out = append(out, b[:batchHeaderSize]...)
+	out = append(out, area...)
+	nb := out[start:]
+	binary.BigEndian.PutUint32(nb[offLength:], uint32(len(nb)-logOverhead))
 	binary.BigEndian.PutUint16(nb[offAttributes:], attrs)
 	binary.BigEndian.PutUint32(nb[offRecordCount:], uint32(len(keep)))
 	binary.BigEndian.PutUint32(nb[offCRC:], crc32.Checksum(nb[offAttributes:], crcTable))
-	return out
+	return out, nil
 }
 
 // swapCleaned replaces the segment with its cleaned content:

@@ -121,8 +121,8 @@
 //
 // # Limits
 //
-//   - Compaction (compact.go) keeps a compressed batch whole while any of
-//     its records lives; recovery accepts holes only in compacting logs.
+//   - Compaction (compact.go) keeps whole a batch it cannot decompress
+//     within 64 MiB; recovery accepts offset holes only in compacting logs.
 //   - Transactional batches and control batches from clients are rejected
 //     (ErrInvalidRecord); followers may append control batches.
 //   - Idempotent producers idle for producer.id.expiration.ms are forgotten
