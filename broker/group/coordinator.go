@@ -313,8 +313,22 @@ func (c *Coordinator) appendRecords(groupID string, recs []record) error {
 	if err := c.ensurePartitions(); err != nil {
 		return err
 	}
+	batch := encodeBatch(recs, c.clock.Now().UnixMilli())
 	p := partitionFor(groupID, c.partitions)
-	if err := c.opts.Storage.Append(p, encodeBatch(recs, c.clock.Now().UnixMilli())); err != nil {
+	err := c.opts.Storage.Append(p, batch)
+	if err != nil {
+		// The topic may have been deleted by an administrator: recreate it
+		// (same partition count, so groups keep their partitions) and retry.
+		if n, qerr := c.opts.Storage.OffsetsPartitions(false); qerr == nil && n == 0 {
+			c.logger.Warn("the offsets topic is gone; recreating it", "topic", OffsetsTopic)
+			c.partitions = 0
+			if err = c.ensurePartitions(); err == nil {
+				p = partitionFor(groupID, c.partitions)
+				err = c.opts.Storage.Append(p, batch)
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("%w: append to %s-%d: %w", ErrStorage, OffsetsTopic, p, err)
 	}
 	return nil

@@ -234,3 +234,41 @@ func TestProduceToOffsetsTopicRefused(t *testing.T) {
 		t.Fatalf("produce to the offsets topic: error %d", sp.ErrorCode)
 	}
 }
+
+// TestOffsetsTopicDeletedAndRecreated: an administrator deletes
+// __consumer_offsets; the next commit recreates it.
+func TestOffsetsTopicDeletedAndRecreated(t *testing.T) {
+	ts := startServer(t, "", groupProps(t, nil))
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, ts.addr))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(at int64) {
+		t.Helper()
+		o := kadm.Offsets{}
+		o.Add(kadm.Offset{Topic: "t", Partition: 0, At: at, LeaderEpoch: -1})
+		r, err := adm.CommitOffsets(ctx, "g", o)
+		if err == nil {
+			err = r.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d: %v", at, err)
+		}
+	}
+	commit(1)
+	if code, msg := ts.topics.delete("__consumer_offsets"); code != 0 {
+		t.Fatal(msg)
+	}
+	commit(2)
+	if _, ok := ts.topics.get("__consumer_offsets"); !ok {
+		t.Fatal("the offsets topic was not recreated")
+	}
+	offs, err := adm.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("t", 0); o.At != 2 {
+		t.Fatalf("committed %d, want 2", o.At)
+	}
+}
