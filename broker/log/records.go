@@ -1,6 +1,9 @@
 package log
 
-import "errors"
+import (
+	"errors"
+	"io"
+)
 
 // maxDecompressed bounds what one batch may decompress to: an append refuses
 // a batch expanding further (validate.go), and the read path
@@ -50,4 +53,20 @@ func firstRecordAtOrAfter(b []byte, h *batchHeader, ts, minOffset int64, budget 
 		}
 	}
 	return fallback, h.MaxTimestamp
+}
+
+// decompressRecords returns the records area of a batch, decompressed whole,
+// never more than limit bytes (errTooLarge beyond): for the log cleaner,
+// which keeps keys and values. It takes a decompression slot (validate.go)
+// like every decompression.
+func decompressRecords(codec int16, src []byte, limit int) ([]byte, error) {
+	if codec == 0 {
+		return src, nil
+	}
+	s := <-scanners
+	defer func() { scanners <- s }()
+	if err := s.open(codec, src, int64(limit)); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(s.br)
 }

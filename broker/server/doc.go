@@ -45,7 +45,10 @@
 // long poll or writing to a socket. Server.mu (listeners, connections and
 // their per-IP counts) and requestMemory.mu are leaves: nothing else is
 // taken under them. The producer-id allocator has its own
-// mutex and takes no other lock.
+// mutex and takes no other lock. The group coordinator (broker/group) holds
+// its own mutex while it appends to __consumer_offsets through the registry:
+// Coordinator.mu before registry.mu before partition.mu; JoinGroup and
+// SyncGroup wait for their answer without any lock.
 //
 // Persistent state next to the partition directories in the data dir:
 //

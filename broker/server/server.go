@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
 )
@@ -44,6 +45,7 @@ type Server struct {
 	metrics  *metrics
 	sessions *fetchSessions // incremental fetch sessions
 	reqMem   *requestMemory // queued.max.request.bytes over all connections
+	groups   *group.Coordinator
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -57,8 +59,8 @@ type Server struct {
 	closed     bool
 
 	connWG      sync.WaitGroup // one per connection
-	retentionWG sync.WaitGroup
-	longPolls   atomic.Int64 // Fetch requests waiting for data (tests, metrics)
+	retentionWG sync.WaitGroup // the retention, group ticker and log cleaner goroutines
+	longPolls   atomic.Int64   // Fetch requests waiting for data (tests, metrics)
 
 	unlock func() // releases the data directory lock
 
@@ -117,12 +119,20 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	groups, err := openGroups(opts, cfg, reg, m)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m),
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock}
-	s.retentionWG.Add(1)
+	s.retentionWG.Add(3)
 	go s.retentionLoop()
+	go s.groupLoop()
+	go s.cleanerLoop()
 	return s, nil
 }
 

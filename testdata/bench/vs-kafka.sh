@@ -11,11 +11,16 @@
 # Not part of `make test`. Usage (from anywhere in the repo):
 #   testdata/bench/vs-kafka.sh                # ~10 minutes on 2 cores
 #   RECORDS_100=500000 RECORDS_1K=100000 testdata/bench/vs-kafka.sh   # quicker
+#   CONFIGS="100:6:1" FIXED=0 REPEAT=1 RECORDS_100=200000 testdata/bench/vs-kafka.sh   # a smoke run
 # Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
-# FIXED_RECORDS (0 skips the fixed-rate rows), REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
-# COMPRESSION (the producers' codec: none, gzip, snappy, lz4, zstd; both brokers
-# then validate compressed batches), SIZES ("100 1024"), PARTITIONS ("1 6"),
-# ACKS ("1 all"), KEEP=1 keeps the work directory.
+# FIXED_RECORDS, REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
+# CONFIGS (space-separated size:partitions:acks, default all 8), FIXED=0 skips
+# the fixed-rate latency rows, COMPRESSION (the producers' codec: none, gzip,
+# snappy, lz4, zstd; both brokers then validate compressed batches), KEEP=1
+# keeps the work directory.
+# The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
+# JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
+# group, and `sluice bench consume` (direct partition reads) beside it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,10 +32,9 @@ FIXED_RATE=${FIXED_RATE:-50000}
 # (the first send waits for metadata, then a cold JVM drains the backlog).
 FIXED_RECORDS=${FIXED_RECORDS:-1500000}
 REPEAT=${REPEAT:-2}
+CONFIGS=${CONFIGS:-"100:1:1 100:1:all 100:6:1 100:6:all 1024:1:1 1024:1:all 1024:6:1 1024:6:all"}
+FIXED=${FIXED:-1}
 COMPRESSION=${COMPRESSION:-none}
-SIZES=${SIZES:-"100 1024"}
-PARTITIONS=${PARTITIONS:-"1 6"}
-ACKS=${ACKS:-"1 all"}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
 
 log() { echo "[vs-kafka] $*" >&2; }
@@ -101,7 +105,9 @@ KAFKA="127.0.0.1:$KPORT"
 
 # --- sluice -----------------------------------------------------------------
 mkdir -p "$WORK/sluice-data"
-"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 >"$WORK/sluice.log" 2>&1 &
+# The same group settings as the Kafka broker above.
+echo "group.initial.rebalance.delay.ms=0" >"$WORK/sluice.properties"
+"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 --config "$WORK/sluice.properties" >"$WORK/sluice.log" 2>&1 &
 SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
 
 wait_ready() { # name addr pid
@@ -140,11 +146,13 @@ sluice_produce() { # addr topic records size acks throughput
     --acks "$5" --throughput "$6" --compression "$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
+GROUP_SEQ=0
 perf_consume() { # addr topic records
   local out
+  GROUP_SEQ=$((GROUP_SEQ + 1))
   # shellcheck disable=SC2086
   out=$(timeout 120 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$1" \
-    --topic "$2" --messages "$3" --timeout 20000 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --topic "$2" --messages "$3" --timeout 20000 --group "vs-kafka-$GROUP_SEQ-$$" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   # start, end, MB, MB.sec, nMsg, nMsg.sec, rebalance.ms, fetch.ms, fetch.MB.sec, fetch.nMsg.sec
   echo "$out" | awk -F', *' 'NF>=10 && $5+0>0 {print $10, $9, "-"; f=1} END{if(!f) print "n/a"}'
 }
@@ -176,12 +184,8 @@ pair() { # mode runner args... (first arg @ADDR@)
     if [ $kdone = no ]; then
       r=$("$runner" "$KAFKA" "${@:2}"); better "$r" "$K" "$mode" && K=$r; [ "$r" = n/a ] && kdone=yes
     fi
-    if [ $sdone = no ] && { [ "$runner" != perf_consume ] || [ $PERF_CONSUME_SLUICE = yes ]; }; then
+    if [ $sdone = no ]; then
       r=$("$runner" "$SLUICE_ADDR" "${@:2}"); better "$r" "$S" "$mode" && S=$r; [ "$r" = n/a ] && sdone=yes
-      if [ "$r" = n/a ] && [ "$runner" = perf_consume ]; then
-        PERF_CONSUME_SLUICE=no
-        log "ConsumerPerformance cannot run against sluice (it needs consumer groups); skipping it there"
-      fi
     fi
   done
   return 0
@@ -192,7 +196,6 @@ record() { # label client kafka_result sluice_result
   echo "$1|$2|$3|$4" >>"$RESULTS"
   log "$1 $2: kafka [$3] sluice [$4]"
 }
-PERF_CONSUME_SLUICE=yes
 
 run_config() { # size partitions acks
   local size=$1 parts=$2 acks=$3 n
@@ -216,21 +219,18 @@ run_config() { # size partitions acks
   fi
 }
 
-for size in $SIZES; do
-  for parts in $PARTITIONS; do
-    for acks in $ACKS; do
-      run_config "$size" "$parts" "$acks"
-    done
-  done
+for c in $CONFIGS; do
+  IFS=: read -r size parts acks <<<"$c"
+  run_config "$size" "$parts" "$acks"
 done
 
 # Latency at a fixed rate: 100-byte records, acks=all, 1 partition.
-if [ "$FIXED_RECORDS" -gt 0 ]; then
-  for b in kafka sluice; do
-    addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
-    "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
-    "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
-  done
+[ "$FIXED" = 0 ] || for b in kafka sluice; do
+  addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
+  "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
+  "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
+done
+if [ "$FIXED" != 0 ]; then
   pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
   record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
   pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
