@@ -94,12 +94,12 @@ func seedRequests() [][]byte {
 func fuzzServer(f *testing.F) *Server {
 	cfg := config.Default()
 	cfg.LogRetentionCheckIntervalMs = 1 << 40
+	cfg.FetchMaxBytes = 256 << 10
 	s, err := New(Options{DataDir: f.TempDir(), Config: cfg, Logger: testLogger(f)})
 	if err != nil {
 		f.Fatal(err)
 	}
 	s.partitionLimit = 4
-	s.cfg.FetchMaxBytes = 256 << 10
 	f.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	return s
 }

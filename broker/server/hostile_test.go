@@ -376,9 +376,7 @@ func TestConnectionLimits(t *testing.T) {
 			}
 			// franz-go opens several connections per client: lift the limit
 			// for the normal produce and consume.
-			ts.mu.Lock()
-			ts.cfg.MaxConnections, ts.cfg.MaxConnectionsPerIP = math.MaxInt32, math.MaxInt32
-			ts.mu.Unlock()
+			ts.setConnectionLimits(math.MaxInt32, math.MaxInt32)
 			stillServes(t, ts.addr, limit)
 		})
 	}

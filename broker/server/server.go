@@ -55,8 +55,10 @@ type Server struct {
 	listeners  []net.Listener
 	conns      map[*conn]struct{}
 	connsPerIP map[string]int // open connections per client IP (max.connections.per.ip)
-	advertise  hostPort
-	closed     bool
+	// max.connections and max.connections.per.ip (cfg's, changeable)
+	maxConns, maxConnsPerIP int64
+	advertise               hostPort
+	closed                  bool
 
 	connWG      sync.WaitGroup // one per connection
 	retentionWG sync.WaitGroup // the retention, group ticker and log cleaner goroutines
@@ -128,7 +130,8 @@ func New(opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock}
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
+		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
 	s.retentionWG.Add(3)
 	go s.retentionLoop()
 	go s.groupLoop()
@@ -232,13 +235,21 @@ func (s *Server) Serve(ln net.Listener) error {
 // max.connections and max.connections.per.ip, else the name of the limit
 // it would cross.
 func (s *Server) admitLocked(ip string) string {
-	if int64(len(s.conns)) >= s.cfg.MaxConnections {
+	if int64(len(s.conns)) >= s.maxConns {
 		return "max.connections"
 	}
-	if int64(s.connsPerIP[ip]) >= s.cfg.MaxConnectionsPerIP {
+	if int64(s.connsPerIP[ip]) >= s.maxConnsPerIP {
 		return "max.connections.per.ip"
 	}
 	return ""
+}
+
+// setConnectionLimits changes max.connections and max.connections.per.ip
+// for connections that arrive from now on.
+func (s *Server) setConnectionLimits(total, perIP int64) {
+	s.mu.Lock()
+	s.maxConns, s.maxConnsPerIP = total, perIP
+	s.mu.Unlock()
 }
 
 // remoteIP is the client address a connection counts against for
