@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 func sampleManifest() *Manifest {
@@ -118,5 +120,49 @@ func TestManifestNewerVersion(t *testing.T) {
 		if _, err := DecodeManifest(b); !errors.Is(err, ErrTornManifest) {
 			t.Errorf("%q: %v, want torn", b, err)
 		}
+	}
+}
+
+// TestRecoverLeavesNewerManifest: a manifest of a newer version with an
+// attempt directory next to it: Recover, Commits and NextStart refuse with
+// ErrManifestVersion and touch nothing (the old scheme moved it to torn/ and
+// the split was loaded twice).
+func TestRecoverLeavesNewerManifest(t *testing.T) {
+	fs := localFS(t)
+	store := NewStore(fs, recoverOpts)
+	if res, err := runSplit(store, workload, workloadConfig(t), pageViewSchema(t)); err != nil || !res.Won {
+		t.Fatal(res, err)
+	}
+	mp := ManifestPath(workload.Topic, workload.Partition, workload.Start)
+	newer := rawManifest(ManifestVersion+1, `{"chunks":[{"uri":"x"}]}`)
+	if err := fs.Remove(mp); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteExclusive(mp, newer); err != nil {
+		t.Fatal(err)
+	}
+	// A dead attempt of that split, as a newer sluice might leave it.
+	dir := attemptDir(workload.Topic, workload.Partition, workload.Start, "20240101T000000Z-0123456789abcdef")
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteExclusive(dir+"/pageviews+2+100.1.inprogress", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	before := walkFiles(t, fs, SluiceDir)
+	if _, err := store.Recover(workload.Topic, workload.Partition); !errors.Is(err, ErrManifestVersion) {
+		t.Fatalf("Recover: %v", err)
+	}
+	if _, err := store.Commits(workload.Topic, workload.Partition); !errors.Is(err, ErrManifestVersion) {
+		t.Fatalf("Commits: %v", err)
+	}
+	if _, err := store.NextStart(workload.Topic, workload.Partition, 0); !errors.Is(err, ErrManifestVersion) {
+		t.Fatalf("NextStart: %v", err)
+	}
+	if after := walkFiles(t, fs, SluiceDir); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("files changed:\n%v\n%v", before, after)
+	}
+	if b, _ := filesystem.ReadFile(fs, mp); !bytes.Equal(b, newer) {
+		t.Fatal("the newer manifest was changed")
 	}
 }
