@@ -301,15 +301,21 @@ func await[T any](s *Store, read func() (T, error)) (T, error) {
 var testHookAfterManifest func()
 
 func (s *Store) readManifest(p string) (*Manifest, error) {
+	return readRecord(s, p, DecodeManifest)
+}
+
+// readRecord reads and decodes the record at p; a decoding error names p.
+func readRecord[T any](s *Store, p string, decode func([]byte) (T, error)) (T, error) {
 	b, err := filesystem.ReadFile(s.fs, p)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	m, err := DecodeManifest(b)
+	v, err := decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return v, fmt.Errorf("%s: %w", p, err)
 	}
-	return m, nil
+	return v, nil
 }
 
 // rollForward moves every file of a committed manifest to its final path
