@@ -131,7 +131,8 @@
 //	!Won, nil                 another attempt committed at this start: continue from res.Manifest.End
 //	ErrNotReached             nothing done: read on to the end (or Abort)
 //	ErrNotChained             nothing done, attempt kept: Commit again once the split before has
-//	                          landed, or Abort and plan again from NextStart
+//	                          landed (Attempt().Renew() the lease while waiting), or Abort and
+//	                          plan again from NextStart
 //	ErrAttemptExpired         recovery took the attempt (lease expired): run the split again
 //	ErrCommitUnknown          run Recover (it completes the commit from the intent), then NextStart
 //	ErrManifestVersion        a newer sluice wrote this partition: upgrade; nothing was touched

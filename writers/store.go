@@ -201,7 +201,9 @@ type Result struct {
 // temporaries and returns Won=false with a nil error and the winner's
 // manifest, whose End may differ from this split's. After Won=true a
 // non-nil error means the commit stands but some files are not yet at their
-// final paths: Recover finishes them.
+// final paths: Recover finishes them. ErrAttemptExpired: recovery took the
+// attempt (its lease expired); ErrCommitUnknown: run Recover, which
+// completes the commit from the attempt's intent if it was written.
 func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	s := a.store
 	if reached != a.split.End {
