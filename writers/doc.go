@@ -119,8 +119,10 @@
 //  7. Nothing committed is deleted: withdrawal and torn manifests are moved.
 //     A manifest this version cannot read is never touched.
 //
-// Assumptions: a manifest's HDFS writer that stalls mid-write for longer
-// than TornGrace is dead; only one Withdraw of a partition runs at once and
+// Assumptions: the clocks of the workers and of whoever runs Recover agree
+// to well within the Lease (a lease's expiry is written by the attempt's
+// clock and read against recovery's); a manifest's HDFS writer that stalls
+// mid-write for longer than TornGrace is dead; only one Withdraw of a partition runs at once and
 // no attempt of it commits meanwhile (the scheduler's job lock); the origin
 // and the manifests are changed only through a Store.
 //
