@@ -124,6 +124,7 @@ type Attempt struct {
 	made    map[string]bool // directories already created
 	lease   string          // the current lease file
 	renewAt time.Time       // when the lease is due for renewal
+	intent  bool            // the commit intent is written: never Abort
 }
 
 // NewAttempt starts an attempt of split with a fresh random id: it creates
@@ -172,7 +173,19 @@ func (a *Attempt) Create(rel string) (filesystem.File, string, error) {
 }
 
 // Abort deletes the attempt's temporaries (it never committed).
+// Once Commit has written the attempt's intent (any outcome but
+// ErrNotReached, ErrNotChained or a failure before the intent) Abort
+// refuses with ErrCommitUnknown: the commit may be completed by Recover,
+// which then needs the files.
 func (a *Attempt) Abort() error {
+	if a.intent {
+		return fmt.Errorf("%w: %s: the attempt's commit intent is written; run Recover instead of Abort", ErrCommitUnknown, a.split)
+	}
+	return a.remove()
+}
+
+// remove deletes the attempt directory.
+func (a *Attempt) remove() error {
 	if err := a.store.fs.RemoveAll(a.dir); err != nil {
 		return err
 	}
@@ -255,7 +268,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 			// Our manifest is there and whole: we won after all.
 		case rerr == nil:
 			s.log.Info("commit lost", "split", a.split.String(), "attempt", a.id, "winner", cur.Attempt)
-			if err := a.Abort(); err != nil {
+			if err := a.remove(); err != nil {
 				return Result{Won: false, Manifest: cur}, fmt.Errorf("writers: lost commit of %s, removing temporaries: %w", a.split, err)
 			}
 			return Result{Won: false, Manifest: cur}, nil
