@@ -136,7 +136,8 @@
 //	                          landed (Attempt().Renew() the lease while waiting), or Abort and
 //	                          plan again from NextStart
 //	ErrAttemptExpired         recovery took the attempt (lease expired): run the split again
-//	ErrCommitUnknown          run Recover (it completes the commit from the intent), then NextStart
+//	ErrCommitUnknown          run Recover (it completes the commit from the intent; Abort
+//	                          refuses once the intent is written), then NextStart
 //	ErrManifestVersion        a newer sluice wrote this partition: upgrade; nothing was touched
 //
 // # Concurrency
