@@ -628,8 +628,8 @@ func TestPrometheusCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mfs) != len(metricHelp) {
-		t.Fatalf("%d metric families, want %d", len(mfs), len(metricHelp))
+	if len(mfs) != len(MetricNames()) {
+		t.Fatalf("%d metric families, want %d", len(mfs), len(MetricNames()))
 	}
 }
 

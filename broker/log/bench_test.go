@@ -282,10 +282,10 @@ func BenchmarkRestartAfterKill(b *testing.B) {
 		}
 		b.ReportMetric(float64(elapsed.Microseconds())/1000, "restart-ms")
 		b.ReportMetric(float64(l.Size())/1e9, "log-GB")
-		b.ReportMetric(float64(m.Metrics().RecoveryBytesScanned.Load())/(1<<20), "scanned-MiB")
+		b.ReportMetric(float64(m.Stats().RecoveryBytesScanned)/(1<<20), "scanned-MiB")
 		b.Logf("restart after kill -9: %v for a %.2f GB log in %d segments; recovery scanned %d bytes (%d batches), batch headers replayed for producer state %d",
-			elapsed, float64(l.Size())/1e9, len(l.segments), m.Metrics().RecoveryBytesScanned.Load(),
-			m.Metrics().RecoveryBatchesScanned.Load(), m.Metrics().ProducerBatchesReplayed.Load())
+			elapsed, float64(l.Size())/1e9, len(l.segments), m.Stats().RecoveryBytesScanned,
+			m.Stats().RecoveryBatchesScanned, m.Stats().ProducerBatchesReplayed)
 		m.Close()
 		os.RemoveAll(dir)
 		b.StartTimer()

@@ -47,8 +47,9 @@ type Log struct {
 	cache   *fileCache
 	clock   Clock
 	logger  *slog.Logger
-	metrics *Metrics
-	mgr     *Manager // nil when opened outside a manager (tests)
+	metrics *counters
+	indexes *indexLRU // bounds the loaded indexes of sealed segments; nil = no bound
+	mgr     *Manager  // nil when opened outside a manager (tests)
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -60,6 +61,7 @@ type Log struct {
 	recovery      partitionCheckpoint // recovery point fields only: data below is synced
 	checkpointed  partitionCheckpoint // last written partition.checkpoint
 	epochs        []epochEntry
+	epochsDirty   bool // epochs differ from leader-epoch-checkpoint (rebuilt by recovery, trimmed by retention)
 	producers     *producerState
 	snapshots     []int64 // offsets of producer snapshot files on disk, ascending
 	unflushedMsgs int64
@@ -458,6 +460,8 @@ func (l *Log) rollLocked() error {
 	if err != nil {
 		return fmt.Errorf("log: roll: %w", err)
 	}
+	old.seal()
+	l.indexes.touch(old)
 	l.cache.adopt(seg.h, f)
 	l.cache.release(seg.h)
 	l.segments = append(l.segments, seg)

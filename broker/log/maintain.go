@@ -57,6 +57,12 @@ func (l *Log) checkpointLocked() error {
 			return err
 		}
 	}
+	if l.epochsDirty {
+		if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
+		}
+		l.epochsDirty = false
+	}
 	c := l.recovery
 	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
 	if c == l.checkpointed {
@@ -141,7 +147,7 @@ func (l *Log) maintain() error {
 func (l *Log) checkpointNeededLocked() bool {
 	c := l.recovery
 	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
-	return c != l.checkpointed || l.producers.dirty
+	return c != l.checkpointed || l.producers.dirty || l.epochsDirty
 }
 
 // retentionLocked deletes whole closed segments past retention.ms or beyond
@@ -156,7 +162,7 @@ func (l *Log) retentionLocked() error {
 	for _, s := range l.segments[:len(l.segments)-1] {
 		expired := false
 		if l.cfg.RetentionMs >= 0 {
-			if err := s.ensureLoaded(l.fs, s.size); err != nil {
+			if err := l.ensureLoaded(s, s.size); err != nil {
 				return err
 			}
 			if ts := s.maxTimestamp(); ts >= 0 && now-ts > l.cfg.RetentionMs.Milliseconds() {
@@ -194,6 +200,7 @@ func (l *Log) deleteSegmentsLocked(n int, start int64) error {
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	for _, s := range gone {
 		l.cache.remove(s.h)
+		l.indexes.remove(s)
 		if err := removeSegmentFiles(l.fs, s); err != nil {
 			return err
 		}
@@ -221,6 +228,7 @@ func (l *Log) truncateEpochsFromStartLocked() {
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset > l.logStart })
 	if i > 1 {
 		l.epochs = append([]epochEntry(nil), l.epochs[i-1:]...)
+		l.epochsDirty = true // written at the next checkpoint
 	}
 }
 

@@ -20,6 +20,9 @@ type ManagerOptions struct {
 	Dir          string       // the data directory
 	Clock        Clock        // nil = wall clock
 	MaxOpenFiles int          // bound on cached segment file handles; 0 = 1024
+	// MaxLoadedIndexes bounds the sealed segments whose indexes are held in
+	// memory; 0 = 1024.
+	MaxLoadedIndexes int
 	Logger       *slog.Logger // nil = discard
 }
 
@@ -28,7 +31,8 @@ type ManagerOptions struct {
 type Manager struct {
 	opts    ManagerOptions
 	cache   *fileCache
-	metrics *Metrics
+	indexes *indexLRU
+	metrics *counters
 	clean   bool // the directory was shut down cleanly last time
 
 	mu      sync.Mutex
@@ -56,9 +60,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		return nil, errors.New("log: ManagerOptions.Dir is empty")
 	}
 	m := &Manager{
-		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &Metrics{},
+		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &counters{},
 		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
 	}
+	m.indexes = newIndexLRU(opts.MaxLoadedIndexes, m.metrics)
 	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
 		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 			return nil, fmt.Errorf("log: create data dir: %w", err)
@@ -113,8 +118,6 @@ func parsePartitionDir(name string) (TopicPartition, bool) {
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
-// Metrics returns the manager's counters.
-func (m *Manager) Metrics() *Metrics { return m.metrics }
 
 // OpenFiles returns how many segment files the cache holds open.
 func (m *Manager) OpenFiles() int { n, _ := m.cache.stats(); return n }
@@ -198,7 +201,7 @@ func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, e
 	}
 	l, err := openLog(openParams{
 		fs: m.opts.FS, dir: dir, tp: tp, cfg: cfg, clock: m.opts.Clock, logger: m.opts.Logger,
-		cache: m.cache, metrics: m.metrics, clean: m.clean, mgr: m,
+		cache: m.cache, metrics: m.metrics, indexes: m.indexes, clean: m.clean, mgr: m,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", tp, err)
@@ -234,6 +237,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		l.mu.Lock()
 		for _, s := range l.segments {
 			m.cache.remove(s.h)
+			m.indexes.remove(s)
 		}
 		l.closed = true
 		l.notifyLocked()

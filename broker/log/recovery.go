@@ -111,7 +111,8 @@ type openParams struct {
 	clock   Clock
 	logger  *slog.Logger
 	cache   *fileCache
-	metrics *Metrics
+	metrics *counters
+	indexes *indexLRU
 	clean   bool // the data directory was shut down cleanly: trust the checkpoint
 	mgr     *Manager
 }
@@ -119,7 +120,7 @@ type openParams struct {
 // openLog opens (creating if empty) and recovers the log in p.dir.
 func openLog(p openParams) (*Log, error) {
 	l := &Log{
-		tp: p.tp, dir: p.dir, fs: p.fs, cache: p.cache, clock: p.clock, metrics: p.metrics, mgr: p.mgr,
+		tp: p.tp, dir: p.dir, fs: p.fs, cache: p.cache, clock: p.clock, metrics: p.metrics, indexes: p.indexes, mgr: p.mgr,
 		logger: p.logger.With("partition", p.tp.String()), cfg: p.cfg, producers: newProducerState(),
 	}
 	l.lastFlush = l.clock.Now()
@@ -210,8 +211,14 @@ func openLog(p openParams) (*Log, error) {
 			return nil, err
 		}
 	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		s.seal()
+		if s.loaded { // by the recovery scan: count it against the bound
+			l.indexes.touch(s)
+		}
+	}
 	act := l.active()
-	if err := act.ensureLoaded(p.fs, act.size); err != nil {
+	if err := l.ensureLoaded(act, act.size); err != nil {
 		return nil, err
 	}
 	act.bytesSinceIndex = act.size
@@ -223,10 +230,13 @@ func openLog(p openParams) (*Log, error) {
 	epochsBefore := len(l.epochs)
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	l.epochs = l.epochs[:i]
-	if len(l.epochs) != epochsBefore {
+	if len(l.epochs) != epochsBefore || l.epochsDirty {
+		// Cut with the tail, or rebuilt by the scan: persist now, so a clean
+		// reopen finds what recovery found.
 		if err := writeFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
+		l.epochsDirty = false
 	}
 	if haveCkpt {
 		l.checkpointed = ckpt
@@ -320,7 +330,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 			return l.dropSegmentsFromLocked(i)
 		}
 		if pos > 0 {
-			if err := s.ensureLoaded(l.fs, s.size); err != nil {
+			if err := l.ensureLoaded(s, s.size); err != nil {
 				return err
 			}
 			s.truncateIndexes(next-s.base, pos)
@@ -339,6 +349,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 			s.onAppend(h, at, interval)
 			if h.LeaderEpoch >= 0 && (len(l.epochs) == 0 || l.epochs[len(l.epochs)-1].Epoch < h.LeaderEpoch) {
 				l.epochs = append(l.epochs, epochEntry{h.LeaderEpoch, h.BaseOffset})
+				l.epochsDirty = true
 			}
 		})
 		l.metrics.RecoveryBytesScanned.Add(res.end - pos)
@@ -420,6 +431,7 @@ func (l *Log) dropSegmentsFromLocked(i int) error {
 	}
 	for _, s := range l.segments[i:] {
 		l.cache.remove(s.h)
+		l.indexes.remove(s)
 		if err := removeSegmentFiles(l.fs, s); err != nil {
 			return err
 		}
@@ -485,7 +497,7 @@ func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
 	i := l.segmentIndexLocked(from)
 	for ; i < len(l.segments); i++ {
 		s := l.segments[i]
-		if err := s.ensureLoaded(l.fs, s.size); err != nil {
+		if err := l.ensureLoaded(s, s.size); err != nil {
 			return err
 		}
 		f, err := l.cache.acquire(s.h)

@@ -60,6 +60,7 @@ type segment struct {
 	indexWritten int    // entries of index already in the file
 	timeWritten  int    // entries of timeIndex already in the file
 	rewrite      bool   // the index files must be rewritten from scratch
+	sealed       bool   // closed to appends: the index LRU may unload its indexes
 }
 
 func newSegment(dir string, base int64, now time.Time) *segment {
@@ -146,13 +147,6 @@ func (s *segment) loadIndexesLocked(fsys vfs.FS, size int64) error {
 	}
 	s.loaded = true
 	return nil
-}
-
-// ensureLoaded loads the indexes if needed.
-func (s *segment) ensureLoaded(fsys vfs.FS, size int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.loadIndexesLocked(fsys, size)
 }
 
 // lookup returns the largest index entry with base offset <= offset (or the

@@ -26,7 +26,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	k := l.segmentIndexLocked(offset)
 	s := l.segments[k]
-	if err := s.ensureLoaded(l.fs, s.size); err != nil {
+	if err := l.ensureLoaded(s, s.size); err != nil {
 		return err
 	}
 	f, err := l.cache.acquire(s.h)
@@ -56,12 +56,17 @@ func (l *Log) TruncateTo(offset int64) error {
 	// that recovery reads as ending at or after newEnd, never a hole.
 	for _, gone := range l.segments[k+1:] {
 		l.cache.remove(gone.h)
+		l.indexes.remove(gone)
 		if err := removeSegmentFiles(l.fs, gone); err != nil {
 			return l.fail(err)
 		}
 		l.metrics.SegmentsDeleted.Add(1)
 	}
 	l.segments = l.segments[:k+1]
+	s.mu.Lock()
+	s.sealed = false // active again: appends add to its indexes
+	s.mu.Unlock()
+	l.indexes.remove(s)
 	if f, err = l.cache.acquire(s.h); err != nil {
 		return l.fail(err)
 	}
@@ -154,6 +159,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	for _, gone := range l.segments {
 		l.cache.remove(gone.h)
+		l.indexes.remove(gone)
 		if err := removeSegmentFiles(l.fs, gone); err != nil {
 			return l.fail(err)
 		}
