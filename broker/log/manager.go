@@ -16,14 +16,14 @@ import (
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	FS           vfs.FS       // vfs.OS in production
-	Dir          string       // the data directory
-	Clock        Clock        // nil = wall clock
-	MaxOpenFiles int          // bound on cached segment file handles; 0 = 1024
+	FS           vfs.FS // vfs.OS in production
+	Dir          string // the data directory
+	Clock        Clock  // nil = wall clock
+	MaxOpenFiles int    // bound on cached segment file handles; 0 = 1024
 	// MaxLoadedIndexes bounds the sealed segments whose indexes are held in
 	// memory; 0 = 1024.
 	MaxLoadedIndexes int
-	Logger       *slog.Logger // nil = discard
+	Logger           *slog.Logger // nil = discard
 }
 
 // Manager owns the partition logs of one data directory and the cache that
@@ -117,7 +117,6 @@ func parsePartitionDir(name string) (TopicPartition, bool) {
 	}
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
-
 
 // OpenFiles returns how many segment files the cache holds open.
 func (m *Manager) OpenFiles() int { n, _ := m.cache.stats(); return n }
