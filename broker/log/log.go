@@ -419,7 +419,7 @@ func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
 		return nil
 	}
 	next := append(l.epochs[:len(l.epochs):len(l.epochs)], epochEntry{epoch, offset})
-	if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(next)); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(next)); err != nil {
 		return fmt.Errorf("log: write leader-epoch cache: %w", err)
 	}
 	l.epochs = next

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/broker/log/vfs"
 	"path"
 	"sort"
 )
@@ -58,7 +59,7 @@ func (l *Log) checkpointLocked() error {
 		}
 	}
 	if l.epochsDirty {
-		if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
 		}
 		l.epochsDirty = false
@@ -68,7 +69,7 @@ func (l *Log) checkpointLocked() error {
 	if c == l.checkpointed {
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
 	}
 	l.checkpointed = c
@@ -90,7 +91,7 @@ func (l *Log) writeSnapshotLocked() error {
 		l.snapshots, l.producers.dirty = nil, false
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.dir, snapshotName(l.leo), l.producers.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, snapshotName(l.leo), l.producers.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write producer snapshot: %w", err))
 	}
 	l.producers.dirty = false

@@ -233,7 +233,7 @@ func openLog(p openParams) (*Log, error) {
 	if len(l.epochs) != epochsBefore || l.epochsDirty {
 		// Cut with the tail, or rebuilt by the scan: persist now, so a clean
 		// reopen finds what recovery found.
-		if err := writeFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
 		l.epochsDirty = false

@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/broker/log/vfs"
 	"sort"
 )
 
@@ -107,7 +108,7 @@ func (l *Log) lowerRecoveryPointLocked(offset, segment, pos, newEnd int64) error
 	}
 	c.LogStartOffset = min(c.LogStartOffset, newEnd)
 	c.HighWatermark = min(c.HighWatermark, newEnd)
-	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
 	}
 	l.checkpointed = c
@@ -186,7 +187,7 @@ func (l *Log) afterTruncateLocked() error {
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	if i < len(l.epochs) {
 		l.epochs = l.epochs[:i:i]
-		if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
 		}
 	}
