@@ -30,6 +30,7 @@ func TestIndexMemoryBounded(t *testing.T) {
 		for i := 0; i < 40; i++ { // ~4 segments
 			mustAppend(t, l, simpleBatch(2, 60, clock.Now().UnixMilli(), byte(i)), 0)
 		}
+		l.SetHighWatermark(l.LogEndOffset())
 		want[p] = readAll(t, l, 0)
 		if n := m.Stats().LoadedIndexes; n > bound {
 			t.Fatalf("after appends to %d partitions: %d loaded indexes, bound %d", p+1, n, bound)

@@ -151,27 +151,41 @@ func (l *Log) checkpointNeededLocked() bool {
 	return c != l.checkpointed || l.producers.dirty || l.epochsDirty
 }
 
-// retentionLocked deletes whole closed segments past retention.ms or beyond
-// retention.bytes, oldest first.
+// retentionLocked deletes whole segments, oldest first, past retention.ms
+// (newest timestamp older than now - retention.ms) or while the log stays at
+// or above retention.bytes without them, as Apache Kafka's
+// UnifiedLog.deleteOldSegments does: < 0 disables a limit, 0 deletes every
+// segment it may. Only data below the high watermark is deleted, and never
+// an empty active segment; when every segment goes, a new active one is
+// rolled first.
 func (l *Log) retentionLocked() error {
 	now := l.clock.Now().UnixMilli()
 	var total int64
 	for _, s := range l.segments {
 		total += s.size
 	}
+	bySize := l.cfg.RetentionBytes >= 0 && total >= l.cfg.RetentionBytes
+	if l.cfg.RetentionMs < 0 && !bySize {
+		return nil
+	}
 	n := 0
-	for _, s := range l.segments[:len(l.segments)-1] {
-		expired := false
-		if l.cfg.RetentionMs >= 0 {
+	for i, s := range l.segments {
+		last := i == len(l.segments)-1
+		upper := l.leo
+		if !last {
+			upper = l.segments[i+1].base
+		}
+		if l.hw < upper || (last && s.size == 0) {
+			break
+		}
+		expired := bySize && total-s.size >= l.cfg.RetentionBytes
+		if !expired && l.cfg.RetentionMs >= 0 {
 			if err := l.ensureLoaded(s, s.size); err != nil {
 				return err
 			}
 			if ts := s.maxTimestamp(); ts >= 0 && now-ts > l.cfg.RetentionMs.Milliseconds() {
 				expired = true
 			}
-		}
-		if l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes {
-			expired = true
 		}
 		if !expired {
 			break
@@ -181,6 +195,11 @@ func (l *Log) retentionLocked() error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if n == len(l.segments) {
+		if err := l.rollLocked(); err != nil {
+			return err
+		}
 	}
 	return l.deleteSegmentsLocked(n, l.segments[n].base)
 }

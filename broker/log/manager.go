@@ -228,42 +228,7 @@ func (m *Manager) forget(l *Log) {
 // Delete closes tp's log and removes its directory: it is first renamed to
 // <dir>-delete (so a crash mid-removal finishes at the next open), then removed.
 func (m *Manager) Delete(tp TopicPartition) error {
-	m.mu.Lock()
-	l := m.logs[tp]
-	known := m.known[tp]
-	m.mu.Unlock()
-	if l != nil {
-		l.mu.Lock()
-		for _, s := range l.segments {
-			m.cache.remove(s.h)
-			m.indexes.remove(s)
-		}
-		l.closed = true
-		l.notifyLocked()
-		l.mu.Unlock()
-	}
-	m.mu.Lock()
-	delete(m.logs, tp)
-	delete(m.known, tp)
-	m.mu.Unlock()
-	if l == nil && !known {
-		return nil
-	}
-	dir := path.Join(m.opts.Dir, tp.dirName())
-	trash := dir + deleteSuffix
-	if err := m.opts.FS.RemoveAll(trash); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.Rename(dir, trash); err != nil && !isNotExist(err) {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.RemoveAll(trash); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	return m.opts.FS.SyncDir(m.opts.Dir)
+	return m.DeleteMany([]TopicPartition{tp})
 }
 
 // RunRetention runs one pass of the periodic work over every open log:
@@ -278,31 +243,12 @@ func (m *Manager) RunRetention() error {
 const parallelism = 8
 
 func forEachLog(logs []*Log, fn func(*Log) error) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	work := make(chan *Log)
-	for i := 0; i < min(parallelism, len(logs)); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range work {
-				if err := fn(l); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, l := range logs {
-		work <- l
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
+	return forEach(logs, func(l *Log) error {
+		if err := fn(l); err != nil {
+			return fmt.Errorf("%s: %w", l.tp, err)
+		}
+		return nil
+	})
 }
 
 func (m *Manager) openLogs() []*Log {
@@ -342,4 +288,141 @@ func (m *Manager) Close() error {
 		return fmt.Errorf("log: write clean-shutdown marker: %w", err)
 	}
 	return nil
+}
+
+// OpenMany opens (creating where needed) the logs of tps with one config,
+// as a new topic or a start-up does: the missing directories are created
+// first and made durable with one sync of the data directory, not one per
+// partition, and the logs are opened several at a time. The logs come back
+// in the order of tps. On error, the logs opened so far stay open (the
+// caller deletes or closes them).
+func (m *Manager) OpenMany(tps []TopicPartition, cfg Config) ([]*Log, error) {
+	var missing []TopicPartition
+	m.mu.Lock()
+	for _, tp := range tps {
+		if !m.known[tp] {
+			missing = append(missing, tp)
+		}
+	}
+	m.mu.Unlock()
+	if len(missing) > 0 {
+		err := forEach(missing, func(tp TopicPartition) error {
+			return m.opts.FS.MkdirAll(path.Join(m.opts.Dir, tp.dirName()))
+		})
+		if err == nil {
+			err = m.opts.FS.SyncDir(m.opts.Dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("log: create partition directories: %w", err)
+		}
+		m.mu.Lock()
+		for _, tp := range missing {
+			m.known[tp] = true
+		}
+		m.mu.Unlock()
+	}
+	logs := make([]*Log, len(tps))
+	idx := make(map[TopicPartition]int, len(tps))
+	for i, tp := range tps {
+		idx[tp] = i
+	}
+	err := forEach(tps, func(tp TopicPartition) error {
+		l, err := m.Open(tp, cfg)
+		logs[idx[tp]] = l
+		return err
+	})
+	return logs, err
+}
+
+// DeleteMany deletes the logs of tps as Delete does, with two syncs of the
+// data directory in all rather than two per partition: every directory is
+// first renamed to <dir>-delete (a crash from here on finishes the removal
+// at the next OpenManager), then removed.
+func (m *Manager) DeleteMany(tps []TopicPartition) error {
+	var trash []string
+	var tmu sync.Mutex
+	err := forEach(tps, func(tp TopicPartition) error {
+		if !m.detach(tp) {
+			return nil
+		}
+		dir := path.Join(m.opts.Dir, tp.dirName())
+		if err := m.opts.FS.RemoveAll(dir + deleteSuffix); err != nil {
+			return err
+		}
+		if err := m.opts.FS.Rename(dir, dir+deleteSuffix); err != nil {
+			if isNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		tmu.Lock()
+		trash = append(trash, dir+deleteSuffix)
+		tmu.Unlock()
+		return nil
+	})
+	if serr := m.opts.FS.SyncDir(m.opts.Dir); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("log: delete partitions: %w", err)
+	}
+	if err := forEach(trash, m.opts.FS.RemoveAll); err != nil {
+		return fmt.Errorf("log: delete partitions: %w", err)
+	}
+	return m.opts.FS.SyncDir(m.opts.Dir)
+}
+
+// detach closes tp's log (if open) for deletion and forgets it; it reports
+// whether tp existed.
+func (m *Manager) detach(tp TopicPartition) bool {
+	m.mu.Lock()
+	l := m.logs[tp]
+	known := m.known[tp]
+	m.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		for _, s := range l.segments {
+			m.cache.remove(s.h)
+			m.indexes.remove(s)
+		}
+		l.closed = true
+		l.notifyLocked()
+		l.mu.Unlock()
+	}
+	m.mu.Lock()
+	delete(m.logs, tp)
+	delete(m.known, tp)
+	m.mu.Unlock()
+	return l != nil || known
+}
+
+// forEach runs fn on every item, parallelism at a time, and joins the errors.
+func forEach[T any](items []T, fn func(T) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan T)
+	for i := 0; i < min(parallelism, len(items)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				if err := fn(it); err != nil {
+					mu.Lock()
+					if len(errs) < 10 {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -201,10 +201,20 @@ func openLog(p openParams) (*Log, error) {
 
 	last := l.active()
 	recovered := false
-	if p.clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size {
+	emptyLog := len(l.segments) == 1 && last.size == 0
+	switch {
+	case p.clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size:
 		l.leo = ckpt.RecoveryOffset
 		l.metrics.CleanOpens.Add(1)
-	} else {
+	case emptyLog && (!haveCkpt || ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == 0):
+		// Nothing was ever appended (a log gets no checkpoint before its
+		// first one): there is nothing to scan, clean stop or not.
+		l.leo = last.base
+		if !haveCkpt {
+			ckpt = partitionCheckpoint{LogStartOffset: l.logStart, RecoveryOffset: l.leo, RecoverySegment: l.leo}
+		}
+		l.metrics.CleanOpens.Add(1)
+	default:
 		recovered = true
 		l.metrics.RecoveryOpens.Add(1)
 		if err := l.recoverLocked(ckpt, haveCkpt); err != nil {

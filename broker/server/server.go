@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/broker/metadata"
 )
 
 // Options configure a Server.
@@ -28,9 +29,9 @@ type Options struct {
 	// FS is where the data directory lives: nil = vfs.OS (the real disk, and
 	// sendfile for fetches); tests use vfs.NewMem and errorfs.
 	FS vfs.FS
-	// MetaStore stores topics.json and producer-ids.json; nil =
-	// FSMetaStore{FS, DataDir}.
-	MetaStore MetaStore
+	// Metadata holds the topics and producer-id blocks; nil = a
+	// metadata.FileStore (topics.json, producer-ids.json) in DataDir.
+	Metadata metadata.Store
 }
 
 // Server is a single-node Kafka-protocol broker.
@@ -77,9 +78,6 @@ func New(opts Options) (*Server, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.OS
 	}
-	if opts.MetaStore == nil {
-		opts.MetaStore = FSMetaStore{FS: opts.FS, Dir: opts.DataDir}
-	}
 	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
@@ -99,20 +97,23 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
 	}
+	if opts.Metadata == nil {
+		if opts.Metadata, err = metadata.OpenFileStore(opts.FS, opts.DataDir); err != nil {
+			_ = mgr.Close()
+			unlock()
+			return nil, metaErr(err)
+		}
+	}
 	m := newMetrics()
-	reg, err := openRegistry(opts.MetaStore, mgr, cfg, opts.Logger, m)
+	m.reg.MustRegister(mgr.Collector())
+	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
 		return nil, err
 	}
 	m.topics.Store(reg)
-	pids, err := openProducerIDs(opts.MetaStore)
-	if err != nil {
-		_ = mgr.Close()
-		unlock()
-		return nil, err
-	}
+	pids := openProducerIDs(opts.Metadata)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)),
