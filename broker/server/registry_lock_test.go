@@ -20,11 +20,14 @@ import (
 // needs, without sleeping.
 type gatedFS struct {
 	vfs.FS
-	match   string
-	open    chan struct{}
-	reached chan struct{} // closed at the first held call
-	once    sync.Once
+	match       string
+	open        chan struct{}
+	reached     chan struct{} // closed at the first held call
+	once, opens sync.Once
 }
+
+// release lets the held calls go (once per reset).
+func (g *gatedFS) release() { g.opens.Do(func() { close(g.open) }) }
 
 func (g *gatedFS) hold(name string) {
 	if strings.Contains(name, g.match) {
@@ -52,7 +55,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 	const partitions = 1 << 16
 	fs := &gatedFS{FS: vfs.NewMem(), match: "/big-"}
 	reset := func() {
-		fs.open, fs.reached, fs.once = make(chan struct{}), make(chan struct{}), sync.Once{}
+		fs.open, fs.reached, fs.once, fs.opens = make(chan struct{}), make(chan struct{}), sync.Once{}, sync.Once{}
 	}
 	reset()
 	s, err := New(Options{DataDir: "/data", FS: fs, Config: config.Default(), Logger: testLogger(t)})
@@ -68,6 +71,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	}()
+	defer func() { fs.release() }() // first: a failed check must not leave the admin call held
 	cl := newClient(t, addr.String(), kgo.DefaultProduceTopic("other"))
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "other"); err != nil {
@@ -75,16 +79,27 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 	}
 	produce := func(what string) time.Duration {
 		t.Helper()
-		// Generous: the bound is that the answer comes at all while the
-		// admin operation is held, not a speed.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
 		start := time.Now()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(what)}).FirstErr(); err != nil {
-			t.Fatalf("produce to another topic %s: %v", what, err)
-		}
-		if _, err := adm.Metadata(ctx, "other"); err != nil {
-			t.Fatalf("metadata %s: %v", what, err)
+		answered := make(chan error, 1)
+		go func() {
+			err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(what)}).FirstErr()
+			if err == nil {
+				_, err = adm.Metadata(context.Background(), "other")
+			}
+			answered <- err
+		}()
+		// Generous: the bound is that the answers come at all while the
+		// admin operation is held, not a speed.
+		timer := time.NewTimer(10 * time.Second)
+		defer timer.Stop()
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatalf("produce to another topic %s: %v", what, err)
+			}
+		case <-timer.C:
+			fs.release()
+			t.Fatalf("produce to another topic %s: no answer in 10 s", what)
 		}
 		return time.Since(start)
 	}
@@ -104,7 +119,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 	if _, ok := s.topics.get("big"); ok {
 		t.Fatal("a topic whose partitions are not all open is visible")
 	}
-	close(fs.open)
+	fs.release()
 	if err := <-created; err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +136,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 	if _, code, _ := s.topics.create("big", 1, nil, false); code == 0 {
 		t.Fatal("a topic being deleted was created again")
 	}
-	close(fs.open)
+	fs.release()
 	if code := <-deleted; code != 0 {
 		t.Fatalf("delete: code %d", code)
 	}
