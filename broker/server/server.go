@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicehq/sluice/broker/clock"
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
@@ -25,7 +26,7 @@ type Options struct {
 	DataDir string        // the data directory (partition dirs and metadata files)
 	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
 	Logger  *slog.Logger  // nil = slog.Default()
-	Clock   plog.Clock    // nil = wall clock; passed to the partition logs
+	Clock   clock.Clock   // nil = clock.Wall; fetch long polls and sessions, the retention loop, the partition logs
 	// FS is where the data directory lives: nil = vfs.OS (the real disk, and
 	// sendfile for fetches); tests use vfs.NewMem and errorfs.
 	FS vfs.FS
@@ -38,6 +39,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	cfg      config.Broker
+	clock    clock.Clock
 	logger   *slog.Logger
 	mgr      *plog.Manager
 	topics   *registry
@@ -78,6 +80,9 @@ func New(opts Options) (*Server, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.OS
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Wall
+	}
 	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
@@ -115,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	m.topics.Store(reg)
 	pids := openProducerIDs(opts.Metadata)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
+	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)),
 		ctx:      ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
 	s.retentionWG.Add(1)
@@ -279,13 +284,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (broker default or topic override) asks for it.
 func (s *Server) retentionLoop() {
 	defer s.retentionWG.Done()
-	t := time.NewTimer(s.maintenancePeriod())
+	t := s.clock.NewTimer(s.maintenancePeriod())
 	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			if err := s.mgr.RunRetention(); err != nil {
 				s.logger.Error("retention pass", "err", err)
 			}
