@@ -33,7 +33,7 @@ var Wall Clock = wall{}
 
 type wall struct{}
 
-func (wall) Now() time.Time                  { return time.Now() }
+func (wall) Now() time.Time                 { return time.Now() }
 func (wall) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
 
 type wallTimer struct{ t *time.Timer }
