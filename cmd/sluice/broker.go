@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/broker"
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/schemaregistry"
 )
 
 func init() { extraCommands = append(extraCommands, newBrokerCommand) }
@@ -21,6 +22,7 @@ func init() { extraCommands = append(extraCommands, newBrokerCommand) }
 func newBrokerCommand() *cobra.Command {
 	var (
 		dataDir, listen, configFile, metricsListen, zookeeper, logLevel string
+		registryListen                                                  string
 		nodeID                                                          int32
 	)
 	cmd := &cobra.Command{
@@ -69,7 +71,19 @@ shuts down cleanly.`,
 			ctx, stop := stopSignals(syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", b.Addr())
-			return b.Run(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- b.Run(ctx) }()
+			if registryListen != "" { // the schema registry, stored in this broker's _schemas topic
+				stopRegistry, err := startRegistry(cmd.Context(), cmd.OutOrStdout(), registryListen,
+					schemaregistry.Options{Bootstrap: []string{b.Addr().String()}, Logger: logger})
+				if err != nil {
+					stop()
+					<-ran
+					return fmt.Errorf("broker: --registry-listen %s: %w", registryListen, err)
+				}
+				defer func() { _ = stopRegistry() }()
+			}
+			return <-ran
 		},
 	}
 	f := cmd.Flags()
@@ -80,6 +94,7 @@ shuts down cleanly.`,
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9404)")
 	f.StringVar(&zookeeper, "zookeeper", "", "ZooKeeper HOSTS/chroot for cluster mode (not available yet)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&registryListen, "registry-listen", "", "also serve the schema registry REST API on this address (e.g. 127.0.0.1:8081), stored in this broker's _schemas topic")
 	return cmd
 }
 
