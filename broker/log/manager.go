@@ -37,6 +37,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	known   map[TopicPartition]bool // found on disk or created
+	fresh   map[TopicPartition]bool // directories OpenMany just created, empty: nothing to read
 	logs    map[TopicPartition]*Log
 	opening map[TopicPartition]chan struct{} // partitions being opened, closed when done
 	closed  bool
@@ -61,7 +62,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &counters{},
-		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
+		known: map[TopicPartition]bool{}, fresh: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
 	}
 	m.indexes = newIndexLRU(opts.MaxLoadedIndexes, m.metrics)
 	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
@@ -166,10 +167,11 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 		}
 		done := make(chan struct{})
 		m.opening[tp] = done
-		known := m.known[tp]
+		known, fresh := m.known[tp], m.fresh[tp]
+		delete(m.fresh, tp)
 		m.mu.Unlock()
 
-		l, err := m.openLocked(tp, cfg, known)
+		l, err := m.openLocked(tp, cfg, known, fresh)
 		m.mu.Lock()
 		delete(m.opening, tp)
 		closed := m.closed
@@ -188,7 +190,7 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 }
 
 // openLocked opens tp's log; the caller holds tp's slot in m.opening.
-func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, error) {
+func (m *Manager) openLocked(tp TopicPartition, cfg Config, known, fresh bool) (*Log, error) {
 	dir := path.Join(m.opts.Dir, tp.dirName())
 	if !known {
 		if err := m.opts.FS.MkdirAll(dir); err != nil {
@@ -200,7 +202,7 @@ func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, e
 	}
 	l, err := openLog(openParams{
 		fs: m.opts.FS, dir: dir, tp: tp, cfg: cfg, clock: m.opts.Clock, logger: m.opts.Logger,
-		cache: m.cache, metrics: m.metrics, indexes: m.indexes, clean: m.clean, mgr: m,
+		cache: m.cache, metrics: m.metrics, indexes: m.indexes, clean: m.clean, mgr: m, fresh: fresh || !known,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", tp, err)
@@ -317,7 +319,7 @@ func (m *Manager) OpenMany(tps []TopicPartition, cfg Config) ([]*Log, error) {
 		}
 		m.mu.Lock()
 		for _, tp := range missing {
-			m.known[tp] = true
+			m.known[tp], m.fresh[tp] = true, true
 		}
 		m.mu.Unlock()
 	}
@@ -392,6 +394,7 @@ func (m *Manager) detach(tp TopicPartition) bool {
 	m.mu.Lock()
 	delete(m.logs, tp)
 	delete(m.known, tp)
+	delete(m.fresh, tp)
 	m.mu.Unlock()
 	return l != nil || known
 }

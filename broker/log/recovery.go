@@ -114,6 +114,7 @@ type openParams struct {
 	metrics *counters
 	indexes *indexLRU
 	clean   bool // the data directory was shut down cleanly: trust the checkpoint
+	fresh   bool // the directory was just created: it is empty
 	mgr     *Manager
 }
 
@@ -124,6 +125,9 @@ func openLog(p openParams) (*Log, error) {
 		logger: p.logger.With("partition", p.tp.String()), cfg: p.cfg, producers: newProducerState(),
 	}
 	l.lastFlush = l.clock.Now()
+	if p.fresh {
+		return l, l.createFirstSegment(0)
+	}
 	names, err := p.fs.List(p.dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", p.dir, err)
