@@ -51,6 +51,8 @@ type Log struct {
 	indexes *indexLRU // bounds the loaded indexes of sealed segments; nil = no bound
 	mgr     *Manager  // nil when opened outside a manager (tests)
 
+	cleaner cleanerState // compaction's own state; cleaner.mu is taken before mu
+
 	mu sync.RWMutex
 	// Guarded by mu.
 	cfg           Config
@@ -347,6 +349,9 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 		seg.onAppend(&hdrs[i], pos, interval)
 		pos += hdrs[i].size()
 		l.producers.update(&hdrs[i])
+	}
+	if idempotent {
+		l.producers.touch(hdrs[0].ProducerID, l.clock.Now())
 	}
 	seg.size = pos
 	res.BaseOffset = hdrs[0].BaseOffset

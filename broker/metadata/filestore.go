@@ -124,6 +124,23 @@ func (s *FileStore) CreateTopic(t Topic) error {
 	return nil
 }
 
+// UpdateTopic implements Store.
+func (s *FileStore) UpdateTopic(t Topic) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.topics[t.Name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, t.Name)
+	}
+	t.ID = old.ID
+	s.topics[t.Name] = t
+	if err := s.writeTopicsLocked(); err != nil {
+		s.topics[t.Name] = old
+		return err
+	}
+	return nil
+}
+
 // DeleteTopic implements Store.
 func (s *FileStore) DeleteTopic(name string) error {
 	s.mu.Lock()

@@ -60,6 +60,9 @@ type Store interface {
 	Load() (topics []Topic, fresh bool, err error)
 	// CreateTopic registers t; ErrTopicExists if t.Name is registered.
 	CreateTopic(t Topic) error
+	// UpdateTopic replaces a registered topic's partition count and
+	// configs (t.ID must not change); ErrUnknownTopic if it is not registered.
+	UpdateTopic(t Topic) error
 	// DeleteTopic unregisters a topic; ErrUnknownTopic if it is not registered.
 	DeleteTopic(name string) error
 	// ReserveProducerIDs reserves the next n producer ids, never handed

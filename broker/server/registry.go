@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,7 +131,9 @@ func (r *registry) openPartitions(t *topic, n int32) error {
 	for p := range tps {
 		tps[p] = plog.TopicPartition{Topic: t.name, Partition: int32(p)}
 	}
-	logs, err := r.mgr.OpenMany(tps, logConfig(t.cfg))
+	lc := logConfig(t.cfg)
+	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
+	logs, err := r.mgr.OpenMany(tps, lc)
 	t.parts = make([]*partition, 0, n)
 	for i, l := range logs {
 		if l != nil {
@@ -166,9 +169,10 @@ func logConfig(t config.Topic) plog.Config {
 	if t.RetentionBytes < 0 {
 		c.RetentionBytes = -1
 	}
+	c.Compact = strings.Contains(t.CleanupPolicy, "compact")
+	c.DeleteRetention = max(time.Duration(t.DeleteRetentionMs)*time.Millisecond, time.Millisecond)
 	if t.CleanupPolicy == "compact" {
-		// A compact-only topic is never trimmed by time or size (Kafka's
-		// rule). broker/log does not compact yet, so it keeps everything.
+		// A compact-only topic is never trimmed by time or size (Kafka's rule).
 		c.RetentionMs, c.RetentionBytes = -1, -1
 	}
 	c.FlushMessages = 0
