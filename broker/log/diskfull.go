@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/sluicehq/sluice/broker/log/vfs"
 )
 
 // Start-up writes a log may have deferred (Log.deferred).
@@ -74,7 +76,7 @@ func (l *Log) retryDeferredLocked() {
 // so that a failure is not logged again at every attempt).
 func (l *Log) redoDeferredLocked() error {
 	if l.deferred&deferredEpochs != 0 {
-		if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
 		l.deferred &^= deferredEpochs

@@ -25,6 +25,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/metadata"
 )
 
 const (
@@ -147,7 +149,7 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
-			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && validTopicName(name) == 0 {
+			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && metadata.ValidTopicName(name) {
 				if created == maxAutoCreates {
 					code = kerr.LeaderNotAvailable.Code
 					break
