@@ -73,11 +73,11 @@ func startOn(t *testing.T, dir string, fs vfs.FS) (*testServer, error) {
 	return ts, nil
 }
 
-// TestStartOnFullDisk: after kill -9 the disk is full. The broker refused
-// to start (write partition.checkpoint: no space left on device). It starts,
-// serves what it has, refuses writes with KAFKA_STORAGE_ERROR while the disk
-// is full, and takes writes again once space returns, without a restart.
-func TestStartOnFullDisk(t *testing.T) {
+// abandonedBroker runs a broker over a diskFull file system on a new
+// directory, writes batches batches of 5 records to each of the topic's
+// partitions and abandons it as kill -9 would (no clean-shutdown marker:
+// recovery runs at the next start).
+func abandonedBroker(t *testing.T, topic string, partitions int32, batches int) (string, *diskFull, vfs.FS) {
 	dir := t.TempDir()
 	disk := &diskFull{}
 	fs := errorfs.Wrap(vfs.OS, disk)
@@ -86,18 +86,27 @@ func TestStartOnFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := newClient(t, ts.addr)
-	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 3, 1, nil, "kept"); err != nil {
+	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	for p := int32(0); p < 3; p++ {
-		for i := 0; i < 4; i++ {
-			if r := produceRaw(t, cl, "kept", p, -1, makeBatch(-1, -1, -1, 5, "before")); r.ErrorCode != 0 {
+	for p := range partitions {
+		for range batches {
+			if r := produceRaw(t, cl, topic, p, -1, makeBatch(-1, -1, -1, 5, "before")); r.ErrorCode != 0 {
 				t.Fatal(kerr.ErrorForCode(r.ErrorCode))
 			}
 		}
 	}
 	cl.Close()
-	ts.abandon() // kill -9: no clean-shutdown marker, recovery runs at the next start
+	ts.abandon()
+	return dir, disk, fs
+}
+
+// TestStartOnFullDisk: after kill -9 the disk is full. The broker refused
+// to start (write partition.checkpoint: no space left on device). It starts,
+// serves what it has, refuses writes with KAFKA_STORAGE_ERROR while the disk
+// is full, and takes writes again once space returns, without a restart.
+func TestStartOnFullDisk(t *testing.T) {
+	dir, disk, fs := abandonedBroker(t, "kept", 3, 4)
 
 	disk.full.Store(true)
 	ts2, err := startOn(t, dir, fs)
@@ -157,22 +166,7 @@ func TestStartOnFullDisk(t *testing.T) {
 // reads, but that partition refuses writes until a restart: after a failed
 // writeback a later fsync proves nothing.
 func TestStartOnFullDiskFsyncFails(t *testing.T) {
-	dir := t.TempDir()
-	disk := &diskFull{}
-	fs := errorfs.Wrap(vfs.OS, disk)
-	ts, err := startOn(t, dir, fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := newClient(t, ts.addr)
-	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "unsynced"); err != nil {
-		t.Fatal(err)
-	}
-	if r := produceRaw(t, cl, "unsynced", 0, -1, makeBatch(-1, -1, -1, 5, "before")); r.ErrorCode != 0 {
-		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
-	}
-	cl.Close()
-	ts.abandon()
+	dir, disk, fs := abandonedBroker(t, "unsynced", 1, 1)
 	disk.full.Store(true)
 	disk.syncFails.Store(true)
 	ts2, err := startOn(t, dir, fs)
