@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path"
 	"strconv"
@@ -140,7 +141,16 @@ func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 	id := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 	a := &Attempt{store: s, split: split, id: id,
 		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}
-	if err := s.fs.MkdirAll(a.dir); err != nil {
+	// Another attempt's cleanup may remove the split's empty directory
+	// between our creating it and creating the attempt directory inside it
+	// (removeIfEmpty): that is not a failure, so make the path again.
+	var err error
+	for try := 0; try < 8; try++ {
+		if err = s.fs.MkdirAll(a.dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("writers: starting an attempt of %s: %w", split, err)
 	}
 	a.made[a.dir] = true
