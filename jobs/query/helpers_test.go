@@ -65,7 +65,7 @@ func (p produced) hours() []string {
 // through a writers.Store on the dataset's directory. Records carry an
 // hour drawn from a seeded generator, so hours hold different counts; the
 // metadata columns are on.
-func loadDataset(t testing.TB, dsFS filesystem.FS, dataset string, kind format.Kind, compression string, seed uint64) produced {
+func loadDataset(t testing.TB, dsFS filesystem.FS, dataset, topic string, kind format.Kind, compression string, seed uint64) produced {
 	t.Helper()
 	schema := pageViewSchema(t)
 	store := writers.NewStore(dsFS, writers.StoreOptions{})
@@ -75,7 +75,6 @@ func loadDataset(t testing.TB, dsFS filesystem.FS, dataset string, kind format.K
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := produced{counts: map[string]int64{}, files: map[string][]string{}}
-	const topic = "pageviews"
 	for partition := int32(0); partition < 2; partition++ {
 		start := int64(0)
 		for split := 0; split < 3; split++ {

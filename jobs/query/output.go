@@ -27,9 +27,20 @@ const widthRows = 1000
 // Write copies rows to w in the given format, at most limit rows (0: all),
 // streaming: memory stays bounded whatever the result size.
 func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, error) {
+	switch formatName {
+	case FormatTable, FormatCSV, FormatJSON, "":
+	default:
+		return 0, fmt.Errorf("query: unknown output format %q: use table, csv or json", formatName)
+	}
 	cols, err := rows.Columns()
 	if err != nil {
 		return 0, err
+	}
+	types := make([]string, len(cols))
+	if cts, err := rows.ColumnTypes(); err == nil {
+		for i, ct := range cts {
+			types[i] = ct.DatabaseTypeName()
+		}
 	}
 	next := func() ([]any, bool, error) {
 		if !rows.Next() {
@@ -42,6 +53,11 @@ func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, 
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, false, err
+		}
+		for i, v := range vals {
+			if t, ok := v.(time.Time); ok {
+				vals[i] = timeValue{t, types[i]}
+			}
 		}
 		return vals, true, nil
 	}
@@ -98,7 +114,7 @@ func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, 
 		}
 		_, err := io.WriteString(w, "\n]\n")
 		return n, err
-	case FormatTable, "":
+	default: // FormatTable
 		var buf [][]string
 		for int64(len(buf)) < widthRows && more() {
 			vals, ok, err := next()
@@ -160,7 +176,6 @@ func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, 
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("query: unknown output format %q: use table, csv or json", formatName)
 }
 
 func firstErr(a, b error) error {
@@ -190,7 +205,7 @@ func text(v any) string {
 	case []byte:
 		return "\\x" + hex.EncodeToString(x)
 	case time.Time:
-		return timeText(x)
+		return timeValue{t: x}.String()
 	case *big.Int:
 		return x.String()
 	case fmt.Stringer:
@@ -205,12 +220,31 @@ func text(v any) string {
 	return fmt.Sprint(v)
 }
 
-func timeText(t time.Time) string {
-	if t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 && t.Location() == time.UTC {
-		return t.Format("2006-01-02")
+// timeValue is a scanned time with its column's DuckDB type, which
+// decides how it prints: DATE as a day, TIMESTAMP WITH TIME ZONE in UTC
+// with its offset, TIME as a time of day.
+type timeValue struct {
+	t   time.Time
+	typ string
+}
+
+func (v timeValue) String() string {
+	switch {
+	case v.typ == "DATE":
+		return v.t.Format("2006-01-02")
+	case strings.HasPrefix(v.typ, "TIME") && !strings.HasPrefix(v.typ, "TIMESTAMP"):
+		return v.t.Format("15:04:05.999999")
+	case strings.Contains(v.typ, "TIME ZONE") || v.typ == "TIMESTAMPTZ":
+		return v.t.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
 	}
-	s := t.UTC().Format("2006-01-02 15:04:05.999999")
-	return s
+	return v.t.UTC().Format("2006-01-02 15:04:05.999999")
+}
+
+func (v timeValue) MarshalJSON() ([]byte, error) {
+	if v.typ == "DATE" {
+		return json.Marshal(v.String())
+	}
+	return json.Marshal(v.t.UTC().Format(time.RFC3339Nano))
 }
 
 // jsonValue makes a scanned value encodable as JSON.
@@ -238,6 +272,8 @@ func jsonValue(v any) any {
 			out[i] = jsonValue(e)
 		}
 		return out
+	case timeValue:
+		return x
 	case fmt.Stringer:
 		return x.String()
 	}

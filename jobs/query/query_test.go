@@ -37,7 +37,7 @@ func TestCountsPerHour(t *testing.T) {
 					w = hdfsWarehouse(t)
 				}
 				ds := w.dataset(t, "pageviews")
-				p := loadDataset(t, ds, "pageviews", k.kind, k.compression, uint64(i+1))
+				p := loadDataset(t, ds, "pageviews", "pageviews", k.kind, k.compression, uint64(i+1))
 				leaveDebris(t, ds, k.kind, k.compression)
 				e := w.open(t)
 
@@ -95,7 +95,7 @@ func TestCountsPerHour(t *testing.T) {
 // with their sentinel and a one-line message.
 func TestErrors(t *testing.T) {
 	w := localWarehouse(t)
-	loadDataset(t, w.dataset(t, "pageviews"), "pageviews", format.Parquet, "zstd", 1)
+	loadDataset(t, w.dataset(t, "pageviews"), "pageviews", "pageviews", format.Parquet, "zstd", 1)
 	e := w.open(t)
 	ctx := context.Background()
 	cases := []struct {

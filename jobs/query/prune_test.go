@@ -1,0 +1,77 @@
+package query
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/writers/format"
+)
+
+// TestPruning: which hours each query reads, and that every query returns
+// the same rows with pruning as with every file read.
+func TestPruning(t *testing.T) {
+	w := localWarehouse(t)
+	loadDataset(t, w.dataset(t, "pageviews"), "pageviews", "pageviews", format.Parquet, "zstd", 3)
+	e := w.open(t)
+	ref := w.open(t)
+	ref.noPrune = true
+	all := []string{"10", "11", "12"}
+	const j = " ON a._partition = b._partition AND a._offset = b._offset"
+	cases := []struct {
+		q     string
+		hours []string
+	}{
+		{"SELECT count(*) FROM pageviews WHERE hr = 10", []string{"10"}},
+		{"SELECT count(*) FROM pageviews WHERE hr IN (10, 12) AND status = 200", []string{"10", "12"}},
+		{"SELECT count(*) FROM pageviews WHERE hr BETWEEN 11 AND 12", []string{"11", "12"}},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 OR hr = 11", []string{"10", "11"}},
+		{"SELECT count(*) FROM pageviews WHERE NOT (hr = 10)", []string{"11", "12"}},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 OR status = 200", all},
+		{"SELECT count(*) FROM pageviews WHERE dt = '2024-05-02'", nil},
+		{"SELECT count(*) FROM pageviews WHERE dt = DATE '2024-05-01' AND hr >= 11", []string{"11", "12"}},
+		{"SELECT count(*) FROM pageviews p WHERE p.hr = 11", []string{"11"}},
+		{"SELECT count(*) FROM PageViews WHERE HR = 11", []string{"11"}},
+		{"SELECT count(*) FROM pageviews WHERE hr::VARCHAR LIKE '1_' AND strftime(dt, '%d') = '01'", all},
+		{"SELECT count(*) FROM pageviews a JOIN pageviews b" + j + " WHERE a.hr = 10 AND b.hr = 11", []string{"10", "11"}},
+		{"SELECT count(*) FROM pageviews a JOIN pageviews b" + j + " WHERE a.hr = 10 AND b.hr = 10", []string{"10"}},
+		{"SELECT count(*) FROM pageviews a LEFT JOIN pageviews b" + j + " WHERE b.hr = 10 OR b.hr IS NULL", all},
+		{"SELECT count(*) FROM pageviews a, pageviews b WHERE a._offset = b._offset AND a._partition = b._partition AND a.hr = 12 AND b.hr = 12", []string{"12"}},
+		{"SELECT count(*) FROM (SELECT * FROM pageviews) WHERE hr = 10", all},
+		{"SELECT count(*) FROM pageviews WHERE hr = (SELECT 10)", all},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 + floor(random() * 3)::INTEGER", all},
+		{"WITH x AS (SELECT * FROM pageviews WHERE hr = 12) SELECT count(*) FROM x", []string{"12"}},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 UNION ALL SELECT count(*) FROM pageviews WHERE hr = 12", []string{"10", "12"}},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 UNION ALL SELECT count(*) FROM pageviews", all},
+		{"SELECT count(*) FROM pageviews WHERE hr IN (SELECT hr FROM pageviews WHERE hr = 11)", all},
+		{"SELECT count(*) FROM (SELECT * FROM pageviews USING SAMPLE 10 ROWS) WHERE hr = 10", all},
+		{"SELECT count(*) FROM pageviews WHERE hr = 10 HAVING count(*) > 0", []string{"10"}},
+	}
+	ctx := context.Background()
+	for _, c := range cases {
+		p, err := e.Plan(ctx, c.q)
+		if err != nil {
+			t.Fatalf("%s: %v", c.q, err)
+		}
+		hours := map[string]bool{}
+		for _, f := range p.Tables[0].Files {
+			hours[f.Partition[1].Value] = true
+		}
+		got := make([]string, 0, len(hours))
+		for h := range hours {
+			got = append(got, h)
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, append([]string{}, c.hours...)) {
+			t.Errorf("%s\n reads hours %v, want %v", c.q, got, c.hours)
+		}
+		if strings.Contains(c.q, "random") || strings.Contains(c.q, "SAMPLE") {
+			continue
+		}
+		if a, b := queryRows(t, e, c.q), queryRows(t, ref, c.q); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s\n pruned %v, all files %v", c.q, a, b)
+		}
+	}
+}
