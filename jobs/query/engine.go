@@ -339,12 +339,8 @@ func (e *Engine) localize(files []resolved) error {
 		return fmt.Errorf("%w: the query reads %s of HDFS files, more than the local cache holds (%s): filter on dt/hr, or raise --cache-size",
 			ErrData, byteSize(need), byteSize(e.opts.CacheBytes))
 	}
-	if e.cache == nil {
-		c, err := NewCache(e.opts.CacheDir, e.opts.CacheBytes)
-		if err != nil {
-			return err
-		}
-		e.cache = c
+	if _, err := e.localCache(); err != nil {
+		return err
 	}
 	var (
 		wg   sync.WaitGroup
@@ -386,6 +382,18 @@ func (e *Engine) localize(files []resolved) error {
 		}
 	}
 	return e.cache.Trim(keep)
+}
+
+// localCache opens the cache on first use.
+func (e *Engine) localCache() (*Cache, error) {
+	if e.cache == nil {
+		c, err := NewCache(e.opts.CacheDir, e.opts.CacheBytes)
+		if err != nil {
+			return nil, err
+		}
+		e.cache = c
+	}
+	return e.cache, nil
 }
 
 func byteSize(n int64) string {

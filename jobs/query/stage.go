@@ -62,11 +62,23 @@ func cacheKey(fsName, name string, info filesystem.FileInfo) string {
 // Stage returns a local path holding the remote file name (of fs, with
 // the given listing entry), copying it when the cache has no entry. rel is
 // the path under the entry (it keeps the Hive directories of the file).
-func (c *Cache) Stage(fs filesystem.FS, name, rel string, info filesystem.FileInfo) (string, bool, error) {
-	key := cacheKey(fs.String(), name, info)
+// staged reports whether a copy was made.
+func (c *Cache) Stage(fs filesystem.FS, name, rel string, info filesystem.FileInfo) (local string, staged bool, err error) {
+	return c.put(cacheKey(fs.String(), name, info), rel, func(dst string) error {
+		return copyFrom(fs, name, dst, info.Size)
+	})
+}
+
+// Derive is Stage for a file made from the remote one by convert (which
+// writes dst), keyed by the source and a kind naming the conversion.
+func (c *Cache) Derive(fs filesystem.FS, name, kind, rel string, info filesystem.FileInfo, convert func(dst string) error) (string, bool, error) {
+	return c.put(cacheKey(fs.String(), name+"\x00"+kind, info), rel, convert)
+}
+
+func (c *Cache) put(key, rel string, produce func(dst string) error) (string, bool, error) {
 	entry := filepath.Join(c.dir, "files", key)
 	local := filepath.Join(entry, filepath.FromSlash(rel))
-	if st, err := os.Stat(local); err == nil && st.Size() == info.Size {
+	if _, err := os.Stat(local); err == nil {
 		now := c.clock()
 		os.Chtimes(entry, now, now)
 		return local, false, nil
@@ -80,12 +92,12 @@ func (c *Cache) Stage(fs filesystem.FS, name, rel string, info filesystem.FileIn
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", false, fmt.Errorf("query: local cache: %w", err)
 	}
-	if err := copyFrom(fs, name, dst, info.Size); err != nil {
+	if err := produce(dst); err != nil {
 		return "", false, err
 	}
 	if err := os.Rename(tmp, entry); err != nil {
 		if _, serr := os.Stat(local); serr == nil {
-			return local, false, nil // another process staged it meanwhile
+			return local, false, nil // another process made it meanwhile
 		}
 		return "", false, fmt.Errorf("query: local cache: %w", err)
 	}
