@@ -221,6 +221,10 @@ func conjunctTable(c any, tables []map[string]any, single bool) map[string]any {
 				}
 			}
 			col, _ := names[len(names)-1].(string)
+			if len(names) == 1 && sqlConstants[strings.ToLower(col)] {
+				cols--
+				return // CURRENT_DATE and friends parse as column names
+			}
 			if t == nil || !isPartitionKey(col) || (table != nil && reflect.ValueOf(table).Pointer() != reflect.ValueOf(t).Pointer()) {
 				ok = false
 				return
@@ -233,6 +237,12 @@ func conjunctTable(c any, tables []map[string]any, single bool) map[string]any {
 	}
 	return table
 }
+
+// sqlConstants are the keywords DuckDB parses as column references and
+// binds to the current date or time (unless a table has such a column,
+// which the writers' records do not).
+var sqlConstants = map[string]bool{"current_date": true, "current_time": true, "current_timestamp": true,
+	"localtime": true, "localtimestamp": true}
 
 // isPartitionKey reports whether a column is one of the Hive partition
 // columns the writers' partitioner makes.

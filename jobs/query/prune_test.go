@@ -33,6 +33,8 @@ func TestPruning(t *testing.T) {
 		{"SELECT count(*) FROM pageviews WHERE dt = '2024-05-02'", nil},
 		{"SELECT count(*) FROM pageviews WHERE dt = DATE '2024-05-01' AND hr >= 11", []string{"11", "12"}},
 		{"SELECT count(*) FROM pageviews p WHERE p.hr = 11", []string{"11"}},
+		{"SELECT count(*) FROM pageviews WHERE dt = current_date - 1", nil},
+		{"SELECT count(*) FROM pageviews WHERE dt < current_date AND hr = 12", []string{"12"}},
 		{"SELECT count(*) FROM PageViews WHERE HR = 11", []string{"11"}},
 		{"SELECT count(*) FROM pageviews WHERE hr::VARCHAR LIKE '1_' AND strftime(dt, '%d') = '01'", all},
 		{"SELECT count(*) FROM pageviews a JOIN pageviews b" + j + " WHERE a.hr = 10 AND b.hr = 11", []string{"10", "11"}},
