@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -74,6 +75,13 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("query: starting DuckDB: %w", err)
 	}
 	e := &Engine{wh: wh, db: db, conn: conn, opts: opts}
+	// Large sorts, joins and Avro tables spill next to the cache, not into
+	// the working directory.
+	spill := filepath.Join(opts.CacheDir, "spill")
+	if _, err := conn.ExecContext(ctx, "SET temp_directory = "+quoteString(spill)); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("query: DuckDB temp_directory: %w", err)
+	}
 	if opts.Threads > 0 {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opts.Threads)); err != nil {
 			e.Close()

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -118,6 +121,36 @@ func TestErrors(t *testing.T) {
 	if _, err := Open(ctx, "hdfs://127.0.0.1:1/warehouse", Options{}); !errors.Is(err, ErrWarehouse) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("unreachable HDFS: got %v, want ErrWarehouse on one line", err)
 	}
+	// A NameNode that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func(old time.Duration) { hdfsConnectTimeout = old }(hdfsConnectTimeout)
+	hdfsConnectTimeout = 500 * time.Millisecond
+	_, err = Open(ctx, "hdfs://"+ln.Addr().String()+"/warehouse", Options{})
+	if !errors.Is(err, ErrWarehouse) || !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("silent NameNode: got %v, want ErrWarehouse saying no answer", err)
+	}
+	ln.Close()
+	mu.Lock()
+	for _, c := range held {
+		c.Close()
+	}
+	mu.Unlock()
 	if _, err := Open(ctx, "file:///no/such/dir", Options{}); !errors.Is(err, ErrWarehouse) {
 		t.Errorf("missing directory: got %v, want ErrWarehouse", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -146,7 +147,7 @@ func openURI(uri string) (filesystem.FS, io.Closer, error) {
 	case "hdfs":
 		// Connect at the HDFS root so that a missing warehouse is reported,
 		// not created.
-		h, err := filesystem.NewHDFS(u.Host, "/", filesystem.HDFSOptions{})
+		h, err := connectHDFS(u.Host)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: cannot reach HDFS for %s: %v", ErrWarehouse, uri, err)
 		}
@@ -164,6 +165,34 @@ func openURI(uri string) (filesystem.FS, io.Closer, error) {
 		return sub(h, rel), h, nil
 	default:
 		return nil, nil, fmt.Errorf("%w: %q: scheme %q is not file or hdfs", ErrWarehouse, uri, u.Scheme)
+	}
+}
+
+// hdfsConnectTimeout bounds the wait for a NameNode that does not answer
+// (a host that drops packets would otherwise hold the command for the
+// kernel's TCP timeout).
+var hdfsConnectTimeout = 30 * time.Second
+
+func connectHDFS(addr string) (*filesystem.HDFS, error) {
+	type result struct {
+		h   *filesystem.HDFS
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		h, err := filesystem.NewHDFS(addr, "/", filesystem.HDFSOptions{})
+		done <- result{h, err}
+	}()
+	select {
+	case r := <-done:
+		return r.h, r.err
+	case <-time.After(hdfsConnectTimeout):
+		go func() { // close the connection if it ever comes up
+			if r := <-done; r.h != nil {
+				r.h.Close()
+			}
+		}()
+		return nil, fmt.Errorf("no answer from the NameNode at %s after %s", addr, hdfsConnectTimeout)
 	}
 }
 
