@@ -199,3 +199,50 @@ func dirSize(t *testing.T, dir string) int64 {
 	})
 	return n
 }
+
+// TestCommitNotRolledForward: a commit whose files are still at their
+// temporary paths (the writer died between the manifest and the moves) is
+// read from there; a committed file gone from both places is an error.
+func TestCommitNotRolledForward(t *testing.T) {
+	for _, k := range []struct {
+		kind        format.Kind
+		compression string
+	}{{format.Parquet, "zstd"}, {format.JSONLines, "gzip"}, {format.Avro, "zstd"}} {
+		t.Run(string(k.kind), func(t *testing.T) {
+			w := localWarehouse(t)
+			ds := w.dataset(t, "pageviews")
+			p := loadDataset(t, ds, "pageviews", "pageviews", k.kind, k.compression, 30)
+			e := w.open(t)
+			d, err := e.Warehouse().Dataset("pageviews")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Undo the roll-forward of every file of hour 12.
+			for _, f := range d.Files {
+				if f.Partition[1].Value != "12" {
+					continue
+				}
+				rel := func(s string) string { return strings.TrimPrefix(s, "pageviews/") }
+				if err := ds.MkdirAll(filepath.Dir(rel(f.Temp))); err != nil {
+					t.Fatal(err)
+				}
+				if err := ds.Rename(rel(f.Path), rel(f.Temp)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := queryRows(t, e, "SELECT count(*) FROM pageviews WHERE hr = 12")
+			if want := fmt.Sprint(p.counts["dt=2024-05-01/hr=12"]); got[0][0] != want {
+				t.Errorf("hour 12 read from the temporary paths: %s, want %s", got[0][0], want)
+			}
+			// Now one file is gone for good.
+			f := p.files["dt=2024-05-01/hr=10"][0]
+			if err := ds.Remove(strings.TrimPrefix(f, "pageviews/")); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = e.Query(context.Background(), "SELECT count(*) FROM pageviews")
+			if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "missing") {
+				t.Errorf("a committed file removed: %v, want ErrData saying missing", err)
+			}
+		})
+	}
+}
