@@ -72,10 +72,14 @@ func TestMixedFormats(t *testing.T) {
 // TestTables: --tables reports rows, files, bytes and partitions from
 // the manifests and the columns of the files.
 func TestTables(t *testing.T) {
-	w := localWarehouse(t)
+	t.Run("local", func(t *testing.T) { testTables(t, localWarehouse(t)) })
+	t.Run("hdfs", func(t *testing.T) { testTables(t, hdfsWarehouse(t)) })
+}
+
+func testTables(t *testing.T, w warehouse) {
 	pv := loadDataset(t, w.dataset(t, "pageviews"), "pageviews", "pageviews", format.Parquet, "zstd", 5)
 	cl := loadDataset(t, w.dataset(t, "clicks"), "clicks", "clicks", format.Avro, "zstd", 6)
-	if err := os.MkdirAll(filepath.Join(strings.TrimPrefix(w.uri, "file://"), "not-a-dataset", "x"), 0o755); err != nil {
+	if err := w.fs.MkdirAll("not-a-dataset/x"); err != nil {
 		t.Fatal(err)
 	}
 	e := w.open(t)
