@@ -211,8 +211,8 @@ func TestCommitNotRolledForward(t *testing.T) {
 	for _, k := range []struct {
 		kind        format.Kind
 		compression string
-	}{{format.Parquet, "zstd"}, {format.JSONLines, "gzip"}, {format.Avro, "zstd"}} {
-		t.Run(string(k.kind), func(t *testing.T) {
+	}{{format.Parquet, "zstd"}, {format.JSONLines, "gzip"}, {format.JSONLines, ""}, {format.Avro, "zstd"}} {
+		t.Run(string(k.kind)+"/"+k.compression, func(t *testing.T) {
 			w := localWarehouse(t)
 			ds := w.dataset(t, "pageviews")
 			p := loadDataset(t, ds, "pageviews", "pageviews", k.kind, k.compression, 30)

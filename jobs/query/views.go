@@ -61,7 +61,7 @@ func (e *Engine) register(ctx context.Context, t TablePlan) error {
 		case "json":
 			c := g.compression
 			if c == "" {
-				c = "none"
+				c = "uncompressed"
 			}
 			from = "read_json(" + fileList(g.files) + hiveArgs(g.keys) +
 				", format = 'newline_delimited', compression = " + quoteString(c) + ", union_by_name = true)"
