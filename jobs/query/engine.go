@@ -116,7 +116,7 @@ type TablePlan struct {
 	Pruned     bool // a dt/hr filter narrowed the files
 }
 
-// Files returns every file of the plan as a URI, in order.
+// FileURIs returns every file of the plan as a URI, in order.
 func (p *Plan) FileURIs(wh *Warehouse) []string {
 	var out []string
 	for _, t := range p.Tables {

@@ -244,7 +244,7 @@ func (w *Warehouse) discover() error {
 	return nil
 }
 
-// Has reports whether name is a dataset (case-insensitive, as SQL names are).
+// lookup finds a dataset by name, case-insensitively as SQL names are.
 func (w *Warehouse) lookup(name string) (string, bool) {
 	if _, ok := w.dirs[name]; ok {
 		return name, true
