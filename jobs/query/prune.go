@@ -76,7 +76,8 @@ func parse(ctx context.Context, conn *sql.Conn, query string) (*parsedQuery, err
 			return nil, fmt.Errorf("%w: %s", ErrSQL, res.Message)
 		}
 	}
-	stmts, _ := root.(map[string]any)["statements"].([]any)
+	top, _ := root.(map[string]any)
+	stmts, _ := top["statements"].([]any)
 	if len(stmts) != 1 {
 		return nil, fmt.Errorf("%w: give exactly one statement (got %d)", ErrSQL, len(stmts))
 	}
@@ -97,7 +98,8 @@ func collectRefs(root any) []tableRef {
 		if len(tables) == 0 || m["where_clause"] == nil {
 			return
 		}
-		single := len(tables) == 1 && m["from_table"].(map[string]any)["type"] == "BASE_TABLE"
+		from, _ := m["from_table"].(map[string]any)
+		single := len(tables) == 1 && from["type"] == "BASE_TABLE"
 		for _, c := range conjuncts(m["where_clause"]) {
 			if t := conjunctTable(c, tables, single); t != nil {
 				k := reflect.ValueOf(t).Pointer()
@@ -173,9 +175,9 @@ func prunableTables(from any) []map[string]any {
 // conjuncts splits an expression at its top-level ANDs.
 func conjuncts(e any) []any {
 	m, ok := e.(map[string]any)
-	if ok && m["type"] == "CONJUNCTION_AND" {
+	if children, _ := m["children"].([]any); ok && m["type"] == "CONJUNCTION_AND" {
 		var out []any
-		for _, c := range m["children"].([]any) {
+		for _, c := range children {
 			out = append(out, conjuncts(c)...)
 		}
 		return out
@@ -317,7 +319,11 @@ func matchingDirs(ctx context.Context, conn *sql.Conn, table string, ref tableRe
 	if len(stmts) != 1 {
 		return nil, false
 	}
-	node := stmts[0].(map[string]any)["node"].(map[string]any)
+	stmt, _ := stmts[0].(map[string]any)
+	node, ok := stmt["node"].(map[string]any)
+	if !ok {
+		return nil, false
+	}
 	var where any = ref.conjuncts[0]
 	if len(ref.conjuncts) > 1 {
 		where = map[string]any{"class": "CONJUNCTION", "type": "CONJUNCTION_AND", "alias": "",
