@@ -250,3 +250,18 @@ func TestCommitNotRolledForward(t *testing.T) {
 		})
 	}
 }
+
+// TestWarehouseIsADataset: the URI of one job's output works too; the
+// table is named after its directory.
+func TestWarehouseIsADataset(t *testing.T) {
+	w := localWarehouse(t)
+	p := loadDataset(t, w.dataset(t, "page-views"), "page-views", "pageviews", format.Parquet, "zstd", 40)
+	e, err := Open(context.Background(), w.uri+"/page-views", Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := queryRows(t, e, `SELECT count(*) FROM "page-views" WHERE hr = 11`); got[0][0] != fmt.Sprint(p.counts["dt=2024-05-01/hr=11"]) {
+		t.Errorf("count %s, want %d", got[0][0], p.counts["dt=2024-05-01/hr=11"])
+	}
+}
