@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -263,5 +265,57 @@ func TestWarehouseIsADataset(t *testing.T) {
 	defer e.Close()
 	if got := queryRows(t, e, `SELECT count(*) FROM "page-views" WHERE hr = 11`); got[0][0] != fmt.Sprint(p.counts["dt=2024-05-01/hr=11"]) {
 		t.Errorf("count %s, want %d", got[0][0], p.counts["dt=2024-05-01/hr=11"])
+	}
+}
+
+// TestCacheKey: an entry is reused while the remote file keeps its size
+// and modification time, and fetched again when either changes.
+func TestCacheKey(t *testing.T) {
+	remote, err := filesystem.NewLocalNoSync(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(body string) filesystem.FileInfo {
+		remote.Remove("f.parquet")
+		if err := remote.WriteExclusive("f.parquet", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := remote.Stat("f.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	stage := func(fi filesystem.FileInfo) (string, bool) {
+		p, staged, err := c.Stage(remote, "f.parquet", "dt=2024-05-01/f.parquet", fi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		return string(b), staged
+	}
+	fi := put("one")
+	if body, staged := stage(fi); body != "one" || !staged {
+		t.Errorf("first stage: %q staged=%v", body, staged)
+	}
+	if body, staged := stage(fi); body != "one" || staged {
+		t.Errorf("second stage: %q staged=%v, want the cached copy", body, staged)
+	}
+	fi = put("three")
+	if body, staged := stage(fi); body != "three" || !staged {
+		t.Errorf("after a change of size: %q staged=%v", body, staged)
+	}
+	fi.ModTime = fi.ModTime.Add(time.Second) // same size, newer
+	if body, staged := stage(fi); body != "three" || !staged {
+		t.Errorf("after a change of mtime: %q staged=%v", body, staged)
+	}
+	// A copy that comes up short (the file changed while read) is refused.
+	fi.Size = 100
+	if _, _, err := c.Stage(remote, "f.parquet", "dt=2024-05-01/f.parquet", fi); !errors.Is(err, ErrData) {
+		t.Errorf("short copy: %v, want ErrData", err)
 	}
 }
