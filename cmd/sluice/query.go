@@ -14,7 +14,7 @@ func init() { extraCommands = append(extraCommands, newQueryCommand) }
 
 func newQueryCommand() *cobra.Command {
 	var (
-		warehouse, format, cacheDir, cacheSize string
+		warehouse, format, cacheDir, cacheSize, timezone string
 		limit                                  int64
 		explain, tables                        bool
 		threads                                int
@@ -54,7 +54,7 @@ HDFS files are copied to a bounded local cache first.`,
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			e, err := query.Open(ctx, warehouse, query.Options{CacheDir: cacheDir, CacheBytes: size,
-				Threads: threads, Warnings: c.ErrOrStderr()})
+				Threads: threads, TimeZone: timezone, Warnings: c.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ HDFS files are copied to a bounded local cache first.`,
 				return err
 			}
 			defer rows.Close()
-			if _, err := query.Write(out, rows, format, limit); err != nil {
+			if _, err := query.Write(out, rows, query.Output{Format: format, Limit: limit, Location: e.Location()}); err != nil {
 				return fmt.Errorf("%w: %s", query.ErrSQL, strings.ReplaceAll(err.Error(), "\n", " | "))
 			}
 			return nil
@@ -94,6 +94,7 @@ HDFS files are copied to a bounded local cache first.`,
 	f.StringVar(&cacheDir, "cache-dir", query.DefaultCacheDir(), "local cache of HDFS files")
 	f.StringVar(&cacheSize, "cache-size", "4GiB", "bound of the local cache (B, KiB, MiB, GiB)")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (0: one per core)")
+	f.StringVar(&timezone, "timezone", "UTC", "time zone in which timestamps print and date functions work (IANA name)")
 	return cmd
 }
 

@@ -61,5 +61,5 @@
 //	e, _ := query.Open(ctx, "hdfs://127.0.0.1:9000/warehouse", query.Options{})
 //	defer e.Close()
 //	rows, plan, err := e.Query(ctx, "SELECT hr, count(*) FROM pageviews WHERE dt = '2024-05-01' GROUP BY hr")
-//	query.Write(os.Stdout, rows, query.FormatTable, 0)
+//	query.Write(os.Stdout, rows, query.Output{Format: query.FormatTable, Location: e.Location()})
 package query

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -32,6 +33,10 @@ type Options struct {
 	Threads int
 	// Warnings receives notes such as torn manifests (default: discard).
 	Warnings io.Writer
+	// TimeZone is the session time zone of DuckDB, in which TIMESTAMP WITH
+	// TIME ZONE values are truncated, extracted and printed (an IANA name;
+	// default UTC, the loader's default partition zone).
+	TimeZone string
 }
 
 // Engine runs SQL over the datasets of one warehouse with an embedded
@@ -42,6 +47,7 @@ type Engine struct {
 	conn  *sql.Conn
 	opts  Options
 	cache *Cache
+	loc   *time.Location
 	seq   int
 	made  []string // temporary tables and views of the previous query
 	// noPrune reads every file (tests compare results with and without).
@@ -59,6 +65,9 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 	if opts.Warnings == nil {
 		opts.Warnings = io.Discard
 	}
+	if opts.TimeZone == "" {
+		opts.TimeZone = "UTC"
+	}
 	wh, err := OpenWarehouse(uri, opts.FS)
 	if err != nil {
 		return nil, err
@@ -74,13 +83,24 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 		wh.Close()
 		return nil, fmt.Errorf("query: starting DuckDB: %w", err)
 	}
-	e := &Engine{wh: wh, db: db, conn: conn, opts: opts}
+	loc, err := time.LoadLocation(opts.TimeZone)
+	if err != nil {
+		conn.Close()
+		db.Close()
+		wh.Close()
+		return nil, fmt.Errorf("query: time zone %q: %v", opts.TimeZone, err)
+	}
+	e := &Engine{wh: wh, db: db, conn: conn, opts: opts, loc: loc}
 	// Large sorts, joins and Avro tables spill next to the cache, not into
 	// the working directory.
 	spill := filepath.Join(opts.CacheDir, "spill")
 	if _, err := conn.ExecContext(ctx, "SET temp_directory = "+quoteString(spill)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("query: DuckDB temp_directory: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET TimeZone = "+quoteString(opts.TimeZone)); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("query: time zone %q: %s", opts.TimeZone, oneLine(err.Error()))
 	}
 	if opts.Threads > 0 {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opts.Threads)); err != nil {
@@ -95,6 +115,9 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 func (e *Engine) Close() error {
 	return errors.Join(e.conn.Close(), e.db.Close(), e.wh.Close())
 }
+
+// Location returns the engine's time zone (Options.TimeZone), for Output.
+func (e *Engine) Location() *time.Location { return e.loc }
 
 // Warehouse returns the engine's warehouse.
 func (e *Engine) Warehouse() *Warehouse { return e.wh }

@@ -45,7 +45,7 @@ func TestOtherHoursNeverRead(t *testing.T) {
 				t.Errorf("hour 11: %v, want count %s", got[0], want)
 			}
 			if rows, _, err := e.Query(context.Background(), "SELECT count(*) FROM pageviews"); err == nil {
-				_, werr := Write(&bytes.Buffer{}, rows, FormatCSV, 0)
+				_, werr := Write(&bytes.Buffer{}, rows, Output{Format: FormatCSV})
 				rows.Close()
 				if werr == nil {
 					t.Errorf("reading every file, garbage included, did not fail")
@@ -138,7 +138,7 @@ func TestOutputFormats(t *testing.T) {
 		}
 		defer rows.Close()
 		var b bytes.Buffer
-		if _, err := Write(&b, rows, f, limit); err != nil {
+		if _, err := Write(&b, rows, Output{Format: f, Limit: limit}); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
@@ -155,8 +155,28 @@ func TestOutputFormats(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(FormatJSON, 0)), &objs); err != nil || len(objs) != 3 || objs[0]["hr"] != float64(10) || objs[0]["nothing"] != nil {
 		t.Errorf("json: %v %v", err, objs)
 	}
-	if _, err := Write(&bytes.Buffer{}, nil, "xml", 0); err == nil {
+	if _, err := Write(&bytes.Buffer{}, nil, Output{Format: "xml"}); err == nil {
 		t.Error("format xml accepted")
+	}
+	// Zoned timestamps print in the engine's zone; dates and naive
+	// timestamps as they are.
+	ny, err := Open(context.Background(), w.uri, Options{CacheDir: t.TempDir(), TimeZone: "America/New_York"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ny.Close()
+	rows, _, err := ny.Query(context.Background(), "SELECT TIMESTAMPTZ '2024-05-01 03:00:00+00' AS z, DATE '2024-05-01' AS d, "+
+		"TIMESTAMP '2024-05-01 03:00:00' AS n, date_trunc('day', TIMESTAMPTZ '2024-05-01 03:00:00+00') AS day")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	if _, err := Write(&b, rows, Output{Format: FormatCSV, Location: ny.Location()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "z,d,n,day\n2024-04-30 23:00:00-04,2024-05-01,2024-05-01 03:00:00,2024-04-30 00:00:00-04\n"; b.String() != want {
+		t.Errorf("time zone output:\n%s\nwant\n%s", b.String(), want)
 	}
 }
 

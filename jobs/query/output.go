@@ -24,9 +24,22 @@ const (
 // columns; longer values later simply stretch their row.
 const widthRows = 1000
 
-// Write copies rows to w in the given format, at most limit rows (0: all),
-// streaming: memory stays bounded whatever the result size.
-func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, error) {
+// Output says how Write prints a result.
+type Output struct {
+	Format string // FormatTable (default), FormatCSV or FormatJSON
+	Limit  int64  // print at most this many rows; 0: all
+	// Location is the zone TIMESTAMP WITH TIME ZONE values print in
+	// (Engine.Location; default UTC).
+	Location *time.Location
+}
+
+// Write copies rows to w, streaming: memory stays bounded whatever the
+// result size. It returns the number of rows printed.
+func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
+	formatName, limit, loc := o.Format, o.Limit, o.Location
+	if loc == nil {
+		loc = time.UTC
+	}
 	switch formatName {
 	case FormatTable, FormatCSV, FormatJSON, "":
 	default:
@@ -56,6 +69,9 @@ func Write(w io.Writer, rows *sql.Rows, formatName string, limit int64) (int64, 
 		}
 		for i, v := range vals {
 			if t, ok := v.(time.Time); ok {
+				if withZone(types[i]) {
+					t = t.In(loc)
+				}
 				vals[i] = timeValue{t, types[i]}
 			}
 		}
@@ -234,17 +250,24 @@ func (v timeValue) String() string {
 		return v.t.Format("2006-01-02")
 	case strings.HasPrefix(v.typ, "TIME") && !strings.HasPrefix(v.typ, "TIMESTAMP"):
 		return v.t.Format("15:04:05.999999")
-	case strings.Contains(v.typ, "TIME ZONE") || v.typ == "TIMESTAMPTZ":
-		return v.t.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
+	case withZone(v.typ):
+		return v.t.Format("2006-01-02 15:04:05.999999-07")
 	}
 	return v.t.UTC().Format("2006-01-02 15:04:05.999999")
 }
 
+func withZone(typ string) bool {
+	return strings.Contains(typ, "TIME ZONE") || typ == "TIMESTAMPTZ" || typ == "TIMETZ"
+}
+
 func (v timeValue) MarshalJSON() ([]byte, error) {
+	if withZone(v.typ) {
+		return json.Marshal(v.t.Format(time.RFC3339Nano))
+	}
 	if v.typ == "DATE" {
 		return json.Marshal(v.String())
 	}
-	return json.Marshal(v.t.UTC().Format(time.RFC3339Nano))
+	return json.Marshal(v.t.UTC().Format("2006-01-02T15:04:05.999999999"))
 }
 
 // jsonValue makes a scanned value encodable as JSON.

@@ -113,7 +113,7 @@ func run(e *Engine, q string) ([][]string, error) {
 	}
 	defer rows.Close()
 	var b strings.Builder
-	if _, err := Write(&b, rows, FormatCSV, 0); err != nil {
+	if _, err := Write(&b, rows, Output{Format: FormatCSV}); err != nil {
 		return nil, err
 	}
 	var out [][]string
