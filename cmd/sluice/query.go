@@ -15,9 +15,9 @@ func init() { extraCommands = append(extraCommands, newQueryCommand) }
 func newQueryCommand() *cobra.Command {
 	var (
 		warehouse, format, cacheDir, cacheSize, timezone string
-		limit                                  int64
-		explain, tables                        bool
-		threads                                int
+		limit                                            int64
+		explain, tables                                  bool
+		threads                                          int
 	)
 	cmd := &cobra.Command{
 		Use:   `query --warehouse URI "SQL"`,
