@@ -50,7 +50,7 @@ func queryWarehouse(t *testing.T) string {
 			off++
 		}
 	}
-	if res, err := w.Commit(); err != nil || !res.Won {
+	if res, err := w.Commit(split.End); err != nil || !res.Won {
 		t.Fatalf("commit: %v %v", res.Won, err)
 	}
 	return "file://" + dir

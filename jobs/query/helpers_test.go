@@ -97,7 +97,7 @@ func loadDataset(t testing.TB, dsFS filesystem.FS, dataset, topic string, kind f
 				p.counts[fmt.Sprintf("dt=2024-05-01/hr=%02d", hr)]++
 				p.total++
 			}
-			res, err := w.Commit()
+			res, err := w.Commit(s.End)
 			if err != nil || !res.Won {
 				t.Fatalf("commit %s: won=%v err=%v", s, res.Won, err)
 			}

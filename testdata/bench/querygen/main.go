@@ -72,7 +72,7 @@ func main() {
 						log.Fatal(err)
 					}
 				}
-				if _, err := w.Commit(); err != nil {
+				if _, err := w.Commit(split.End); err != nil {
 					log.Fatal(err)
 				}
 			}
