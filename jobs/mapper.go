@@ -199,7 +199,7 @@ type where struct {
 }
 
 func compileWhere(src string) (*where, error) {
-	p, err := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables(), expr.Env(map[string]any{}))
+	p, err := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables())
 	if err != nil {
 		return nil, err
 	}

@@ -67,3 +67,67 @@ func (r *RunReport) WriteText(w io.Writer) error {
 	}
 	return nil
 }
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func offsetText(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// WriteCheckpoints prints one line per partition.
+func WriteCheckpoints(w io.Writer, cps []PartitionCheckpoint) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCHECKPOINT\tCOMMITS\tRECORDS\tCOMMITTED\tLAST RECORD\tEND\tLAG\tID")
+	for _, c := range cps {
+		id := c.ID
+		if id == "" {
+			id = "(never loaded)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Topic, c.Partition, offsetText(c.Offset), c.Commits, c.Records,
+			timeText(c.Committed), timeText(c.LastRecord), offsetText(c.End), offsetText(c.Lag), id)
+	}
+	return tw.Flush()
+}
+
+// WriteText prints a checkpoint for people.
+func (d *CheckpointDetail) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "checkpoint %s\n", d.ID)
+	for _, p := range d.Positions {
+		fmt.Fprintf(w, "  %s/%d at offset %d\n", p.Topic, p.Partition, p.Offset)
+	}
+	if d.Run != nil {
+		fmt.Fprintf(w, "where run %s (%s, started %s) left the job\n", d.Run.ID, d.Run.Status, timeText(d.Run.Started))
+	}
+	if m := d.Commit; m != nil {
+		fmt.Fprintf(w, "made by the commit of [%d, %d): %d records, attempt %s, committed %s\n", m.Start, m.End, m.Records, m.Attempt, timeText(m.Committed))
+		for _, f := range m.Files {
+			fmt.Fprintf(w, "  %s  %d records, %d bytes, offsets %d..%d\n", f.Final, f.Records, f.Bytes, f.First, f.Last)
+		}
+		if d.DeadLetters != "" {
+			fmt.Fprintf(w, "dead letters: %s\n", d.DeadLetters)
+		}
+	}
+	_, err := fmt.Fprintf(w, "after it: %d commits, %d records (a replay from here withdraws them)\n", d.Later, d.LaterRecords)
+	return err
+}
+
+// WriteText prints a replay for people.
+func (r *ReplayReport) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "replay from checkpoint %s\n", r.Checkpoint)
+	for _, x := range r.Withdrawn {
+		fmt.Fprintf(w, "withdrew %s/%d from %d: %d commits, %d records, %d files moved to %s\n", x.Topic, x.Partition, x.From,
+			x.Commits, x.Records, len(x.Files), x.MovedTo)
+	}
+	if r.Run != nil {
+		return r.Run.WriteText(w)
+	}
+	return nil
+}
