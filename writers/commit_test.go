@@ -60,7 +60,7 @@ func TestEmptySplitCommitsManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(split.End)
 	if err != nil || !res.Won || len(res.Manifest.Files) != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -91,7 +91,7 @@ func TestRotationAndSchemaChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(split.End)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,23 +14,42 @@
 //	│   └── pageviews+1+880+1270.parquet             ([first, end) offsets held by the file)
 //	└── _sluice/
 //	    ├── commits/<topic>/<partition>/
+//	    │   ├── origin                               the start of the partition's first split
 //	    │   └── 00000000000000001000.json            manifest: THE commit of split start 1000
 //	    ├── tmp/<topic>/<partition>/<start %020d>/<attempt id>/
 //	    │   └── dt=2024-05-01/hr=13/<name>.inprogress  an attempt's files before commit
 //	    ├── withdrawn/<topic>/<partition>/<from>-<time>/   replayed-away files + manifests
 //	    └── torn/<topic>/<partition>/                 partial manifests of dead writers
 //
-// # Manifest (version 1, JSON; frozen fields, new ones only added)
+// # Manifest and origin format (envelope version 2)
 //
-//	{"version":1, "topic":"pageviews", "partition":0, "start":1000, "end":1500,
+// A manifest is one header line and a JSON body. The header is frozen in
+// its first two words (magic, version); the rest of it belongs to the version:
+//
+//	sluice-manifest 2 crc32c=1a2b3c4d len=612\n      magic, version, CRC-32C and length of the body
+//	{"topic":"pageviews", "partition":0, "start":1000, "end":1500,
 //	 "attempt":"20240501T140003Z-9f2c…", "committed":"2024-05-01T14:00:09Z",
 //	 "records":500, "files":[{"temp":"_sluice/tmp/…", "final":"dt=…/pageviews+0+1000+1500.parquet",
-//	 "records":500, "bytes":81234, "first_offset":1000, "last_offset":1499}],
-//	 "checksum":"<CRC-32C hex of the manifest with checksum empty>"}
+//	 "records":500, "bytes":81234, "first_offset":1000, "last_offset":1499}]}
+//
+// A reader checks the version first: a newer one is ErrManifestVersion and
+// the manifest is left exactly as it is (never taken for a torn one). Then
+// the checksum over the body's raw bytes: a short or failing body is
+// ErrTornManifest. Fields the reader does not know are ignored, so a newer
+// writer adds fields without a new version; a change a reader must not
+// ignore takes a new version. The origin record has the same envelope with
+// magic sluice-origin and the body {"topic", "partition", "start", "created"}.
 //
 // # Commit protocol
 //
 //	attempt ── write files under _sluice/tmp/…/<attempt>/ ── close (durable)
+//	   │
+//	   ▼
+//	reader reached the split end? ── no ──► ErrNotReached (nothing done)
+//	   │
+//	   ▼
+//	chain: start == origin (created exclusively by the first commit)
+//	       or the manifest before start ends at start? ── no ──► ErrNotChained
 //	   │
 //	   ▼
 //	create _sluice/commits/<t>/<p>/<start>.json exclusively ──── exists? ──► lost:
@@ -52,14 +71,21 @@
 //
 //  1. At most one manifest exists per (topic, partition, start); its
 //     existence (whole, checksum valid) is the commit of exactly its files.
-//  2. A file appears under a final path only after its manifest exists, and
+//  2. Chain: the origin of a partition is created once, exclusively, and
+//     never changes; a manifest [S, E) is created only when S is the origin
+//     or a committed manifest ends at S. So the manifests of a partition
+//     tile [origin, newest end) with no overlap and no gap (CheckTiling),
+//     whatever the planners believed; the next split starts at the newest
+//     manifest's end (NextStart), or at the origin when none is left.
+//  3. A manifest [S, E) is created only when its reader reached E, and
+//     each record offset of it is in exactly one file of the manifest.
+//  4. A file appears under a final path only after its manifest exists, and
 //     only the manifest's attempt (or recovery acting for it) moves it there;
 //     so a final path holds a complete, committed file or nothing.
-//  3. Temporaries are unique per attempt, so roll-forward can be repeated or
+//  5. Temporaries are unique per attempt, so roll-forward can be repeated or
 //     run twice at once: a move either happens once or finds its work done.
-//  4. Each record offset of a split is in exactly one file of its manifest;
-//     the next split of the partition starts at the newest manifest's end.
-//  5. Nothing committed is deleted: withdrawal and torn manifests are moved.
+//  6. Nothing committed is deleted: withdrawal and torn manifests are moved.
+//     A manifest this version cannot read is never touched.
 //
 // Assumptions: a live attempt never stalls longer than StaleAfter (or, while
 // writing its manifest, TornGrace); only one Withdraw of a partition runs at
@@ -82,5 +108,7 @@
 //		writers.Config{Format: format.Options{Kind: format.Parquet, Compression: "zstd", MetadataColumns: true},
 //			Partitioner: part, MaxRecords: 1_000_000})
 //	for _, r := range records { w.Write(schema, r.Value, format.Meta{Offset: r.Offset, Timestamp: r.Time}) }
-//	res, err := w.Commit() // res.Won: ours; !res.Won: another attempt already committed this split
+//	res, err := w.Commit(reached) // reached: where the reader stopped; must be the split end
+//	// res.Won: ours; !res.Won: another attempt committed a split at this start (res.Manifest)
+//	// ErrNotChained: the split does not follow the partition's commits: retry later or re-plan
 package writers

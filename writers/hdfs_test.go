@@ -53,7 +53,7 @@ func TestHDFSAttemptsRace(t *testing.T) {
 				go func() {
 					defer done.Done()
 					start.Wait()
-					results[i], errs[i] = writers[i].Commit()
+					results[i], errs[i] = writers[i].Commit(workload.End)
 				}()
 			}
 			start.Done()
@@ -82,7 +82,8 @@ func TestHDFSTornManifest(t *testing.T) {
 	fs := hdfsFS(t)
 	clock := time.Now()
 	now := func() time.Time { return clock }
-	store := NewStore(fs, StoreOptions{Clock: now, StaleAfter: time.Minute, TornGrace: 5 * time.Minute, ManifestWait: 100 * time.Millisecond})
+	sleep := func(d time.Duration) { clock = clock.Add(d) }
+	store := NewStore(fs, StoreOptions{Clock: now, Sleep: sleep, StaleAfter: time.Minute, TornGrace: 5 * time.Minute, ManifestWait: 100 * time.Millisecond})
 	// A dead attempt: its files and the first half of its manifest.
 	w, err := NewSplitWriter(store, workload, workloadConfig(t))
 	if err != nil {
@@ -98,7 +99,7 @@ func TestHDFSTornManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := &Manifest{Version: 1, Topic: workload.Topic, Partition: workload.Partition, Start: workload.Start, End: workload.End,
+	m := &Manifest{Topic: workload.Topic, Partition: workload.Partition, Start: workload.Start, End: workload.End,
 		Attempt: w.Attempt().ID(), Files: w.done}
 	b, _ := m.Encode()
 	mp := ManifestPath(workload.Topic, workload.Partition, workload.Start)
@@ -181,7 +182,7 @@ func runChild() int {
 			hang()
 		}
 	}
-	if _, err := w.Commit(); err != nil {
+	if _, err := w.Commit(workload.End); err != nil {
 		fmt.Println("ERROR", err)
 		return 1
 	}

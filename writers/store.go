@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +26,10 @@ var (
 	ErrBrokenCommit = errors.New("writers: committed file missing")
 	// ErrSplit reports a bad split or a record outside its split.
 	ErrSplit = errors.New("writers: split")
+	// ErrNotReached reports a commit whose reader did not reach the split's
+	// end (it stopped early, or read past it). Nothing was committed; the
+	// attempt is left as it was (write on, or Abort).
+	ErrNotReached = errors.New("writers: the reader did not reach the split's end")
 )
 
 // Split is an offset range [Start, End) of one topic partition: one task.
@@ -45,16 +48,20 @@ func (s Split) validate() error {
 	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
 		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
 	}
-	if s.Partition < 0 || s.Start < 0 || s.End < s.Start {
-		return fmt.Errorf("%w: %s", ErrSplit, s)
+	if s.Partition < 0 || s.Start < 0 || s.End <= s.Start {
+		return fmt.Errorf("%w: %s (want 0 <= start < end and partition >= 0)", ErrSplit, s)
 	}
 	return nil
 }
 
 // StoreOptions tune a Store; zero values are the defaults.
 type StoreOptions struct {
-	// Clock returns the current time (default time.Now).
+	// Clock returns the current time (default time.Now). The store reads
+	// time only through it.
 	Clock func() time.Time
+	// Sleep waits between re-reads of a manifest still being written
+	// (default time.Sleep). A test clock advances itself here.
+	Sleep func(time.Duration)
 	// StaleAfter: Recover deletes the temporaries of an attempt that has no
 	// manifest only when its newest file is older than this (default 1h), so
 	// that a live attempt is never robbed. Negative means immediately.
@@ -81,6 +88,9 @@ type Store struct {
 func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = time.Sleep
 	}
 	if opts.StaleAfter == 0 {
 		opts.StaleAfter = time.Hour
@@ -166,13 +176,23 @@ type Result struct {
 }
 
 // Commit commits the attempt's files (their Temp paths must lie under the
-// attempt directory; End is the split end) by creating the split's manifest
-// exclusively, then moves the files to their final paths. An attempt that
-// loses (a manifest exists) deletes its temporaries and returns Won=false
-// with a nil error. After Won=true a non-nil error means the commit stands
-// but some files are not yet at their final paths: Recover finishes them.
-func (a *Attempt) Commit(files []File) (Result, error) {
+// attempt directory) as the split's output. reached is the offset the
+// reader reached: it must be the split's end, else Commit refuses with
+// ErrNotReached and changes nothing. The split must continue the
+// partition's chain (see ErrNotChained): its start is the partition's origin
+// (fixed by the first commit) or the end of a committed manifest.
+//
+// Commit creates the split's manifest exclusively, then moves the files to
+// their final paths. An attempt that loses (a manifest exists) deletes its
+// temporaries and returns Won=false with a nil error and the winner's
+// manifest, whose End may differ from this split's. After Won=true a
+// non-nil error means the commit stands but some files are not yet at their
+// final paths: Recover finishes them.
+func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	s := a.store
+	if reached != a.split.End {
+		return Result{}, fmt.Errorf("%w: %s, reached %d", ErrNotReached, a.split, reached)
+	}
 	m := &Manifest{
 		Version: ManifestVersion, Topic: a.split.Topic, Partition: a.split.Partition,
 		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock().UTC(),
@@ -182,16 +202,19 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 		if !strings.HasPrefix(f.Temp, a.dir+"/") {
 			return Result{}, fmt.Errorf("%w: file %s is not under the attempt directory %s", ErrSplit, f.Temp, a.dir)
 		}
+		if f.First < a.split.Start || f.Last >= a.split.End || f.Last < f.First {
+			return Result{}, fmt.Errorf("%w: file %s holds [%d, %d], outside %s", ErrSplit, f.Temp, f.First, f.Last, a.split)
+		}
 		m.Records += f.Records
 	}
 	data, err := m.Encode()
 	if err != nil {
 		return Result{}, err
 	}
-	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
-	if err := s.fs.MkdirAll(path.Dir(mp)); err != nil {
-		return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
+	if err := s.checkChain(a.split); err != nil {
+		return Result{}, err
 	}
+	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
 	werr := s.fs.WriteExclusive(mp, data)
 	if werr != nil {
 		// Learn the outcome from the manifest itself (on HDFS the winner
@@ -226,14 +249,21 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 // awaitManifest reads a manifest, re-reading a torn one with backoff for up
 // to ManifestWait while its writer may still be finishing it.
 func (s *Store) awaitManifest(p string) (*Manifest, error) {
-	deadline := time.Now().Add(s.opts.ManifestWait)
+	return await(s, func() (*Manifest, error) { return s.readManifest(p) })
+}
+
+// await calls read until it returns something other than a torn record or
+// ManifestWait passed (on HDFS a record is written in place and may be
+// read while its writer is still writing it).
+func await[T any](s *Store, read func() (T, error)) (T, error) {
+	deadline := s.opts.Clock().Add(s.opts.ManifestWait)
 	wait := 5 * time.Millisecond
 	for {
-		m, err := s.readManifest(p)
-		if !errors.Is(err, ErrTornManifest) || time.Now().After(deadline) {
-			return m, err
+		v, err := read()
+		if !errors.Is(err, ErrTornManifest) || !s.opts.Clock().Before(deadline) {
+			return v, err
 		}
-		time.Sleep(wait) // backoff against the file system
+		s.opts.Sleep(wait) // backoff against the file system
 		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
@@ -300,21 +330,14 @@ func (s *Store) removeIfEmpty(dir string) {
 // manifest is reported with an error wrapping ErrTornManifest (after the
 // readable ones): run Recover.
 func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
-	dir := partDir(commitsDir, topic, partition)
-	ents, err := s.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
-		return nil, nil
-	}
+	starts, err := s.starts(topic, partition)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Manifest
 	var torn []error
-	for _, e := range ents {
-		if e.IsDir || !strings.HasSuffix(e.Name, ".json") || strings.Contains(e.Name, ".tmp-") {
-			continue
-		}
-		m, err := s.readManifest(path.Join(dir, e.Name))
+	for _, st := range starts {
+		m, err := s.readManifest(ManifestPath(topic, partition, st))
 		if err != nil {
 			if errors.Is(err, ErrTornManifest) {
 				torn = append(torn, err)
@@ -324,21 +347,7 @@ func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
 		}
 		out = append(out, m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out, errors.Join(torn...)
-}
-
-// NextStart returns where the next split of a partition starts: the end of
-// its newest manifest, or def when there is none.
-func (s *Store) NextStart(topic string, partition int32, def int64) (int64, error) {
-	ms, err := s.Commits(topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	if len(ms) == 0 {
-		return def, nil
-	}
-	return ms[len(ms)-1].End, nil
 }
 
 func parseStart(name string) (int64, bool) {
