@@ -182,13 +182,15 @@ func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoi
 	if err != nil {
 		return inputformat.Checkpoint{}, err
 	}
-	if next < 0 {
-		return inputformat.Checkpoint{}, nil
+	if next >= 0 {
+		return inputformat.Checkpoint{Offset: next, Known: true}, nil
 	}
-	return inputformat.Checkpoint{Offset: next, Known: true}, nil
+	start, ok, err := l.startRecord(topic, partition)
+	return inputformat.Checkpoint{Offset: start, Known: ok}, err
 }
 
-// Plan reads the partitions' offsets and cuts the splits of a run.
+// Plan reads the partitions' offsets and cuts the splits of a run. It
+// changes nothing (see Prepare).
 func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
 	parts, err := inputformat.ListOffsets(ctx, l.adm, l.spec.Topics(), l.opts.Reader.ReadCommitted)
 	if err != nil {
@@ -201,15 +203,21 @@ func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
 	})
 }
 
-// Plan opens the job, plans it and closes it (for one-shot callers such as
-// `sluice load plan` and the scheduler).
+// Plan opens the job, plans and prepares a run (Loader.Plan, then
+// Loader.Prepare) and closes it: the tasks it returns are ready for
+// RunTask, in any order and on any worker (a task whose predecessor is not
+// committed yet returns ErrNotReady; run it again later).
 func Plan(ctx context.Context, spec *Spec) (*inputformat.Plan, error) {
 	l, err := Open(ctx, spec, Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	return l.Plan(ctx)
+	p, err := l.Plan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p, l.Prepare(ctx, p)
 }
 
 // RunTask opens the job, runs one task and closes it. A caller running

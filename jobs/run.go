@@ -36,6 +36,9 @@ func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
 		return rep, l.finish(rep, err)
 	}
 	rep.Plan = plan.Partitions
+	if err := l.Prepare(ctx, plan); err != nil {
+		return rep, l.finish(rep, err)
+	}
 	tasks := interleave(plan.Splits)
 	turns := newTurns(plan.Partitions)
 

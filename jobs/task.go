@@ -19,8 +19,9 @@ import (
 
 // Task errors.
 var (
-	// ErrNotReady reports a task whose predecessor in its partition is not
-	// committed yet; run it again later.
+	// ErrNotReady reports a task that does not continue its partition's
+	// commits: its predecessor is not committed yet (run it again later), or
+	// the plan is stale (plan again).
 	ErrNotReady = errors.New("jobs: task not ready: the partition's previous split is not committed")
 	// ErrIncomplete reports a reader that ended below its split's end.
 	ErrIncomplete = errors.New("jobs: split not read to its end")
@@ -118,7 +119,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err != nil {
 		return rep, err
 	}
-	w, err := writers.NewSplitWriter(l.store, writers.Split{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End},
+	w, err := writers.NewSplitWriter(l.store, s,
 		writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
 	if err != nil {
 		return rep, err
@@ -156,7 +157,11 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err := turn(ctx, s); err != nil {
 		return rep, err
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(rd.Reached())
+	if errors.Is(err, writers.ErrNotChained) {
+		// A planner with another view committed meanwhile: plan again.
+		return rep, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
 	t.committed = true
 	if err != nil && !res.Won {
 		t.removeDeadLetters()

@@ -58,7 +58,12 @@ func newLoadCommand() *cobra.Command {
 			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
-			p, err := jobs.Plan(ctx, spec)
+			l, err := jobs.Open(ctx, spec, jobs.Options{})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			p, err := l.Plan(ctx) // read only: nothing is fixed or committed
 			if err != nil {
 				return err
 			}
