@@ -215,3 +215,27 @@ func TestOutOfRangePolicies(t *testing.T) {
 		})
 	}
 }
+
+// start: latest is decided once, at the first plan: records produced
+// between the first and the second run are loaded, none before.
+func TestStartLatest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	first, _ := pageViews(t, "latest", 50, 1, time.Hour, -1)
+	produceAll(t, ctx, b.Addr, "latest", 1, first)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "latest", b.Addr, "latest", 100, "schema_file: pageview.avsc", out))
+	spec.Source.Start = jobs.StartLatest
+	rep, err := jobs.Run(ctx, spec, jobs.Options{})
+	if err != nil || rep.Totals.RecordsIn != 0 || !rep.Plan[0].Origin || rep.Plan[0].Start != 50 {
+		t.Fatalf("first run: %+v %+v %v", rep.Plan, rep.Totals, err)
+	}
+	more, _ := pageViews(t, "latest", 30, 1, time.Hour, -1)
+	produceAll(t, ctx, b.Addr, "latest", 0, more)
+	rep, err = jobs.Run(ctx, spec, jobs.Options{})
+	if err != nil || rep.Totals.RowsOut != 30 || rep.Partitions[0].From != 50 || rep.Partitions[0].To != 80 {
+		t.Fatalf("second run: %+v %+v %v", rep.Partitions, rep.Totals, err)
+	}
+}
