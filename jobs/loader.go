@@ -189,9 +189,21 @@ func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoi
 	return inputformat.Checkpoint{Offset: start, Known: ok}, err
 }
 
-// Plan reads the partitions' offsets and cuts the splits of a run. It
-// changes nothing (see Prepare).
+// Plan plans a run and prepares it (Preview, then Prepare): the splits it
+// returns are ready for RunTask, in any order and on any worker (a task
+// whose predecessor is not committed yet returns ErrNotReady: run it again
+// later).
 func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
+	p, err := l.Preview(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p, l.Prepare(ctx, p)
+}
+
+// Preview reads the partitions' offsets and cuts the splits a run would
+// load now. It changes nothing (`sluice load plan`).
+func (l *Loader) Preview(ctx context.Context) (*inputformat.Plan, error) {
 	parts, err := inputformat.ListOffsets(ctx, l.adm, l.spec.Topics(), l.opts.Reader.ReadCommitted)
 	if err != nil {
 		return nil, err
@@ -203,21 +215,14 @@ func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
 	})
 }
 
-// Plan opens the job, plans and prepares a run (Loader.Plan, then
-// Loader.Prepare) and closes it: the tasks it returns are ready for
-// RunTask, in any order and on any worker (a task whose predecessor is not
-// committed yet returns ErrNotReady; run it again later).
+// Plan opens the job, plans and prepares a run (Loader.Plan) and closes it.
 func Plan(ctx context.Context, spec *Spec) (*inputformat.Plan, error) {
 	l, err := Open(ctx, spec, Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	p, err := l.Plan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p, l.Prepare(ctx, p)
+	return l.Plan(ctx)
 }
 
 // RunTask opens the job, runs one task and closes it. A caller running

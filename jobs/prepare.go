@@ -45,8 +45,7 @@ func (l *Loader) startRecord(topic string, partition int32) (int64, bool, error)
 // start of partitions never loaded, and commits each range lost to
 // retention under on_offset_out_of_range: skip as a commit with no files
 // (so the partition's chain of commits goes on; the loss is in the run
-// report). Run calls it; a scheduler running tasks itself calls it once
-// per plan, before the tasks.
+// report). Plan and Run call it.
 func (l *Loader) Prepare(ctx context.Context, plan *inputformat.Plan) error {
 	for _, pp := range plan.Partitions {
 		if pp.Origin {

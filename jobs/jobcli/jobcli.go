@@ -107,7 +107,7 @@ func LoadCommand() *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			p, err := l.Plan(ctx)
+			p, err := l.Preview(ctx)
 			if err != nil {
 				return err
 			}
