@@ -249,7 +249,7 @@ func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
 	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	rows := 0
-	err = t.mapper.Map(rec, func(row map[string]any) error {
+	err = t.callMapper(rec, func(row map[string]any) error {
 		rows++
 		if rows > 1 {
 			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
@@ -266,6 +266,17 @@ func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
 		return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
 	}
 	return err
+}
+
+// callMapper runs the mapper; a panic in it (user code) is the record's
+// fault, not the loader's.
+func (t *taskRun) callMapper(rec *Record, emit func(map[string]any) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: mapper %q panicked on offset %d: %v", ErrBadRecord, t.l.spec.Map.Mapper, rec.Offset, p)
+		}
+	}()
+	return t.mapper.Map(rec, emit)
 }
 
 // deadLetterDir holds dead letters: <dir>/<topic>/<partition>/<start %020d>.<attempt>.jsonl.
