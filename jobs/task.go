@@ -209,6 +209,9 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 	if !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) {
 		return err
 	}
+	if !errors.Is(err, ErrBadRecord) {
+		err = fmt.Errorf("%w: %w", ErrBadRecord, err)
+	}
 	switch t.l.spec.OnBadRecord {
 	case BadRecordSkip:
 		t.rep.Skipped++
