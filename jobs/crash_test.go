@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,6 +89,26 @@ func TestKilledLoadRunsExactlyOnce(t *testing.T) {
 	}
 	checkExactlyOnce(t, out, "crash", counts, true)
 	t.Logf("%d kills, %d completed runs, %d records", kills, runs+1, sum(counts))
+
+	// The checkpoint commands on what the killed runs left, then a replay.
+	list, err := exec.CommandContext(ctx, bin, "checkpoints", "list", job).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), fmt.Sprintf("crash/2@%d", counts[2])) {
+		t.Fatalf("checkpoints list: %v\n%s", err, list)
+	}
+	id := fmt.Sprintf("crash/2@%d", 150) // the end of partition 2's first commit
+	show, err := exec.CommandContext(ctx, bin, "checkpoints", "show", job, id).CombinedOutput()
+	if err != nil || !strings.Contains(string(show), "made by the commit of [0, 150)") {
+		t.Fatalf("checkpoints show: %v\n%s", err, show)
+	}
+	replay, err := exec.CommandContext(ctx, bin, "replay", job, "--from-checkpoint", id, "--quiet").CombinedOutput()
+	if err != nil || !strings.Contains(string(replay), "withdrew crash/2 from 150: ") ||
+		!strings.Contains(string(replay), fmt.Sprintf(" commits, %d records", counts[2]-150)) {
+		t.Fatalf("replay: %v\n%s", err, replay)
+	}
+	checkExactlyOnce(t, out, "crash", counts, true)
+	if b, err := exec.CommandContext(ctx, bin, "replay", job, "--from-checkpoint", "crash/2@151").CombinedOutput(); err == nil {
+		t.Fatalf("replay from a non-checkpoint succeeded:\n%s", b)
+	}
 }
 
 func sum(m map[int32]int64) int64 {

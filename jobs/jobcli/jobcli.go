@@ -47,16 +47,24 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
-// openJob loads a job spec and opens its loader.
-func openJob(ctx context.Context, path string, opts jobs.Options) (*jobs.Loader, error) {
+// withJob loads a job spec, opens its loader for fn (cancelled on SIGINT
+// or SIGTERM) and closes it.
+func withJob(c *cobra.Command, path string, opts jobs.Options, fn func(ctx context.Context, l *jobs.Loader) error) error {
+	ctx, cancel := signalContext(c.Context())
+	defer cancel()
 	spec, err := jobs.LoadSpec(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	return jobs.Open(ctx, spec, opts)
+	l, err := jobs.Open(ctx, spec, opts)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return fn(ctx, l)
 }
 
 // LoadCommand is `load run JOB.yaml` and `load plan JOB.yaml`.
@@ -72,25 +80,20 @@ func LoadCommand() *cobra.Command {
 		Short: "Run a job once now: plan, load every split, commit, print and store the run report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cancel := signalContext(c.Context())
-			defer cancel()
 			opts := jobs.Options{Workers: workers}
 			if !quiet {
 				opts.Progress = c.ErrOrStderr()
 			}
-			l, err := openJob(ctx, args[0], opts)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			rep, err := l.Run(ctx)
-			if rep != nil {
-				rep.WriteText(c.OutOrStdout())
-			}
-			if err != nil {
-				return fmt.Errorf("load %s: %w", l.Spec().Name, err)
-			}
-			return nil
+			return withJob(c, args[0], opts, func(ctx context.Context, l *jobs.Loader) error {
+				rep, err := l.Run(ctx)
+				if rep != nil {
+					rep.WriteText(c.OutOrStdout())
+				}
+				if err != nil {
+					return fmt.Errorf("load %s: %w", l.Spec().Name, err)
+				}
+				return nil
+			})
 		},
 	}
 	run.Flags().IntVar(&workers, "workers", 2, "tasks run at once")
@@ -100,18 +103,13 @@ func LoadCommand() *cobra.Command {
 		Short: "Show the splits a run would load now, and the lag per partition (changes nothing)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cancel := signalContext(c.Context())
-			defer cancel()
-			l, err := openJob(ctx, args[0], jobs.Options{})
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			p, err := l.Preview(ctx)
-			if err != nil {
-				return err
-			}
-			return jobs.WritePlan(c.OutOrStdout(), p)
+			return withJob(c, args[0], jobs.Options{}, func(ctx context.Context, l *jobs.Loader) error {
+				p, err := l.Preview(ctx)
+				if err != nil {
+					return err
+				}
+				return jobs.WritePlan(c.OutOrStdout(), p)
+			})
 		},
 	}
 	cmd.AddCommand(run, plan)
@@ -129,24 +127,19 @@ func CheckpointsCommand() *cobra.Command {
 		Short: "One line per partition: checkpoint offset, time of the last loaded record, lag, and the checkpoint's ID",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ctx, cancel := signalContext(c.Context())
-			defer cancel()
-			l, err := openJob(ctx, args[0], jobs.Options{})
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			cps, err := l.Checkpoints(ctx)
-			if werr := jobs.WriteCheckpoints(c.OutOrStdout(), cps); werr != nil {
-				return werr
-			}
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "lag unknown: %v\n", err)
-			}
-			if ids, _ := l.RunIDs(); len(ids) > 0 {
-				fmt.Fprintf(c.OutOrStdout(), "\nruns (each a checkpoint of every partition): %d, newest %s\n", len(ids), ids[len(ids)-1])
-			}
-			return nil
+			return withJob(c, args[0], jobs.Options{}, func(ctx context.Context, l *jobs.Loader) error {
+				cps, err := l.Checkpoints(ctx)
+				if werr := jobs.WriteCheckpoints(c.OutOrStdout(), cps); werr != nil {
+					return werr
+				}
+				if err != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "lag unknown: %v\n", err)
+				}
+				if ids, _ := l.RunIDs(); len(ids) > 0 {
+					fmt.Fprintf(c.OutOrStdout(), "\nruns (each a checkpoint of every partition): %d, newest %s\n", len(ids), ids[len(ids)-1])
+				}
+				return nil
+			})
 		},
 	}
 	var job string
@@ -162,18 +155,13 @@ func CheckpointsCommand() *cobra.Command {
 			if job == "" {
 				return fmt.Errorf("checkpoints show: name the job: checkpoints show JOB.yaml %s (or --job JOB.yaml)", id)
 			}
-			ctx, cancel := signalContext(c.Context())
-			defer cancel()
-			l, err := openJob(ctx, job, jobs.Options{})
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			d, err := l.CheckpointDetail(id)
-			if err != nil {
-				return err
-			}
-			return d.WriteText(c.OutOrStdout())
+			return withJob(c, job, jobs.Options{}, func(ctx context.Context, l *jobs.Loader) error {
+				d, err := l.CheckpointDetail(id)
+				if err != nil {
+					return err
+				}
+				return d.WriteText(c.OutOrStdout())
+			})
 		},
 	}
 	show.Flags().StringVar(&job, "job", "", "the job spec (instead of the first argument)")
@@ -194,22 +182,17 @@ func ReplayCommand() *cobra.Command {
 			if from == "" {
 				return fmt.Errorf("replay: --from-checkpoint ID is required (see checkpoints list %s)", args[0])
 			}
-			ctx, cancel := signalContext(c.Context())
-			defer cancel()
 			opts := jobs.Options{Workers: workers}
 			if !quiet {
 				opts.Progress = c.ErrOrStderr()
 			}
-			l, err := openJob(ctx, args[0], opts)
-			if err != nil {
+			return withJob(c, args[0], opts, func(ctx context.Context, l *jobs.Loader) error {
+				rep, err := l.Replay(ctx, from)
+				if rep != nil {
+					rep.WriteText(c.OutOrStdout())
+				}
 				return err
-			}
-			defer l.Close()
-			rep, err := l.Replay(ctx, from)
-			if rep != nil {
-				rep.WriteText(c.OutOrStdout())
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&from, "from-checkpoint", "", "checkpoint ID: TOPIC/PARTITION@OFFSET or a run id")
