@@ -83,8 +83,11 @@ func (s *Store) origin(topic string, partition int32, start int64) (*Origin, err
 	}
 	// Another first run fixed it (or our write failed): read what is there.
 	o, err = await(s, func() (*Origin, error) { return s.readOrigin(topic, partition) })
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return nil, fmt.Errorf("writers: fixing the origin of %s/%d: %w", topic, partition, werr)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: fixing the origin of %s/%d: %v; reading it back: %v", ErrCommitUnknown, topic, partition, werr, err)
+		return nil, fmt.Errorf("%w: fixing the origin of %s/%d: %w; reading it back: %w", ErrCommitUnknown, topic, partition, werr, err)
 	}
 	return o, nil
 }

@@ -17,8 +17,10 @@
 //	    │   ├── origin                               the start of the partition's first split
 //	    │   └── 00000000000000001000.json            manifest: THE commit of split start 1000
 //	    ├── tmp/<topic>/<partition>/<start %020d>/<attempt id>/
+//	    │   ├── _lease-<expiry, Unix ms %020d>       the attempt's lease (a new file per renewal)
+//	    │   ├── _fate                                created once: commit intent or reaped mark
 //	    │   └── dt=2024-05-01/hr=13/<name>.inprogress  an attempt's files before commit
-//	    ├── withdrawn/<topic>/<partition>/<from>-<time>/   replayed-away files + manifests
+//	    ├── withdrawn/<topic>/<partition>/<from>-<time>[.unfinished]/   replayed-away files + manifests
 //	    └── torn/<topic>/<partition>/                 partial manifests of dead writers
 //
 // # Manifest and origin format (envelope version 2)
@@ -42,14 +44,21 @@
 //
 // # Commit protocol
 //
-//	attempt ── write files under _sluice/tmp/…/<attempt>/ ── close (durable)
+//	NewAttempt: mkdir _sluice/tmp/…/<attempt>/, take the lease (renewed every Lease/3)
+//	   │
+//	   ▼
+//	write files under the attempt directory ── close (durable)
 //	   │
 //	   ▼
 //	reader reached the split end? ── no ──► ErrNotReached (nothing done)
 //	   │
 //	   ▼
 //	chain: start == origin (created exclusively by the first commit)
-//	       or the manifest before start ends at start? ── no ──► ErrNotChained
+//	       or the manifest before start ends at start? ── no ──► ErrNotChained (retry later)
+//	   │
+//	   ▼
+//	every file still there, and create <attempt>/_fate exclusively with the
+//	intent (the manifest's bytes) ── reaped mark there, or directory gone? ──► ErrAttemptExpired
 //	   │
 //	   ▼
 //	create _sluice/commits/<t>/<p>/<start>.json exclusively ──── exists? ──► lost:
@@ -61,11 +70,30 @@
 //	delete the attempt directory
 //
 // Recovery (Store.Recover) lists only _sluice/tmp/<t>/<p>/ and reads the
-// manifests of the starts found there: it rolls forward the winner's moves,
-// deletes losers' and never-committed attempts (after StaleAfter), and moves
-// a torn manifest (a dead HDFS writer's partial file, after TornGrace) aside.
-// Withdraw (replay) moves a commit's files and manifest under
-// _sluice/withdrawn/, never deleting.
+// manifests of the starts found there. For each attempt: the manifest names
+// it: roll its moves forward; names another: delete it (it lost); no
+// manifest but an intent: create the manifest from the intent (the
+// attempt's own bytes), then roll forward; no intent and an expired lease:
+// create the fate file with the reaped mark first (from then on the attempt
+// cannot commit), then delete it; a live lease: leave it. A torn manifest (a
+// dead HDFS writer's partial file) is moved aside after TornGrace. Leases
+// are judged by the expiry in their names against the store's clock, never
+// by file modification times (HDFS does not advance them while a file is
+// written). Withdraw (replay) moves a commit's files and manifest under
+// _sluice/withdrawn/, never deleting, into one directory marked
+// .unfinished until done, which a re-run continues.
+//
+// # Durability (local disks)
+//
+// Data files and the intent are fsynced when closed or written, with their
+// directory; manifests and origins are written to a temporary, fsynced and
+// linked into place, with the directory fsynced; every directory MkdirAll
+// creates is fsynced into its parent; a move fsyncs both directories. So a
+// commit reported won survives a power loss with all its files (at their
+// temporary or final paths: Recover finishes the moves). Removals are not
+// synced: after a power loss an attempt's files may come back, and Recover
+// removes them again. filesystem.Mem models exactly this, and the crash loop
+// cuts the power at every operation of a load.
 //
 // # Invariants
 //
@@ -82,14 +110,31 @@
 //  4. A file appears under a final path only after its manifest exists, and
 //     only the manifest's attempt (or recovery acting for it) moves it there;
 //     so a final path holds a complete, committed file or nothing.
-//  5. Temporaries are unique per attempt, so roll-forward can be repeated or
+//  5. An attempt's fate is decided once: either it commits (its intent,
+//     which recovery completes) or recovery reaps it (after its lease
+//     expired); never both, so recovery never deletes files a manifest
+//     lists, and a live attempt is never robbed.
+//  6. Temporaries are unique per attempt, so roll-forward can be repeated or
 //     run twice at once: a move either happens once or finds its work done.
-//  6. Nothing committed is deleted: withdrawal and torn manifests are moved.
+//  7. Nothing committed is deleted: withdrawal and torn manifests are moved.
 //     A manifest this version cannot read is never touched.
 //
-// Assumptions: a live attempt never stalls longer than StaleAfter (or, while
-// writing its manifest, TornGrace); only one Withdraw of a partition runs at
-// once and no attempt of it commits meanwhile (the scheduler's job lock).
+// Assumptions: a manifest's HDFS writer that stalls mid-write for longer
+// than TornGrace is dead; only one Withdraw of a partition runs at once and
+// no attempt of it commits meanwhile (the scheduler's job lock); the origin
+// and the manifests are changed only through a Store.
+//
+// # What a loader does with each outcome of Commit
+//
+//	Won, nil                  done; the next split starts at res.Manifest.End
+//	Won, error                committed; Recover finishes the moves
+//	!Won, nil                 another attempt committed at this start: continue from res.Manifest.End
+//	ErrNotReached             nothing done: read on to the end (or Abort)
+//	ErrNotChained             nothing done, attempt kept: Commit again once the split before has
+//	                          landed, or Abort and plan again from NextStart
+//	ErrAttemptExpired         recovery took the attempt (lease expired): run the split again
+//	ErrCommitUnknown          run Recover (it completes the commit from the intent), then NextStart
+//	ErrManifestVersion        a newer sluice wrote this partition: upgrade; nothing was touched
 //
 // # Concurrency
 //
@@ -102,7 +147,7 @@
 //	fs, _ := filesystem.Open("hdfs://127.0.0.1:9000/warehouse/pageviews")
 //	store := writers.NewStore(fs, writers.StoreOptions{})
 //	store.Recover("pageviews", 0)
-//	start, _ := store.NextStart("pageviews", 0, 0)
+//	start, _ := store.NextStart("pageviews", 0, 0) // the newest manifest's end, the origin, or the default
 //	part, _ := writers.NewPartitioner(writers.ByHour, "ts", "UTC")
 //	w, _ := writers.NewSplitWriter(store, writers.Split{Topic: "pageviews", Partition: 0, Start: start, End: hw},
 //		writers.Config{Format: format.Options{Kind: format.Parquet, Compression: "zstd", MetadataColumns: true},

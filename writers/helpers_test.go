@@ -231,4 +231,4 @@ func localFS(t testing.TB) *filesystem.Local {
 }
 
 // recoverOpts never waits: the tests know which attempts are dead.
-var recoverOpts = StoreOptions{StaleAfter: -1, TornGrace: -1}
+var recoverOpts = StoreOptions{Lease: -1, TornGrace: -1}

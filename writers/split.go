@@ -88,6 +88,9 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
 		return fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
 	}
+	if err := w.attempt.renewIfDue(); err != nil {
+		return err
+	}
 	dir, err := w.cfg.Partitioner.Dir(value, meta.Timestamp)
 	if err != nil {
 		return err
@@ -197,6 +200,10 @@ func (w *SplitWriter) Commit(reached int64) (Result, error) {
 			if err := w.closeFile(w.open[d]); err != nil {
 				w.finished = true
 				w.abortOpen()
+				if errors.Is(err, filesystem.ErrNotExist) {
+					// Recovery removed the attempt (its lease expired).
+					return Result{}, fmt.Errorf("%w: %v", ErrAttemptExpired, err)
+				}
 				return Result{}, err
 			}
 		}

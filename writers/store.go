@@ -57,10 +57,12 @@ type StoreOptions struct {
 	// Sleep waits between re-reads of a manifest still being written
 	// (default time.Sleep). A test clock advances itself here.
 	Sleep func(time.Duration)
-	// StaleAfter: Recover deletes the temporaries of an attempt that has no
-	// manifest only when its newest file is older than this (default 1h), so
-	// that a live attempt is never robbed. Negative means immediately.
-	StaleAfter time.Duration
+	// Lease is how long an attempt's lease lasts unless renewed (default
+	// 10m; attempts renew it every third of that). Recover removes an
+	// attempt that never committed only once its lease expired, so a live
+	// attempt is never robbed. Negative: every lease counts as expired
+	// (tests that know their attempts are dead).
+	Lease time.Duration
 	// TornGrace: Recover moves a torn (partial) manifest aside only when it
 	// is older than this (default 10m): its writer is presumed dead. Negative
 	// means immediately.
@@ -87,8 +89,8 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 	if opts.Sleep == nil {
 		opts.Sleep = time.Sleep
 	}
-	if opts.StaleAfter == 0 {
-		opts.StaleAfter = time.Hour
+	if opts.Lease == 0 {
+		opts.Lease = 10 * time.Minute
 	}
 	if opts.TornGrace == 0 {
 		opts.TornGrace = 10 * time.Minute
@@ -107,16 +109,20 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 func (s *Store) FS() filesystem.FS { return s.fs }
 
 // Attempt is one try at writing a split. Its files live under
-// _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits.
+// _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits, next to
+// its lease (renewed while it lives) and, once it commits, its intent.
 type Attempt struct {
-	store *Store
-	split Split
-	id    string
-	dir   string
-	made  map[string]bool // directories already created
+	store   *Store
+	split   Split
+	id      string
+	dir     string
+	made    map[string]bool // directories already created
+	lease   string          // the current lease file
+	renewAt time.Time       // when the lease is due for renewal
 }
 
-// NewAttempt starts an attempt of split with a fresh random id.
+// NewAttempt starts an attempt of split with a fresh random id: it creates
+// the attempt directory and takes the attempt's lease.
 func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 	if err := validateSplit(split); err != nil {
 		return nil, err
@@ -126,8 +132,16 @@ func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 		return nil, err
 	}
 	id := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-	return &Attempt{store: s, split: split, id: id,
-		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}, nil
+	a := &Attempt{store: s, split: split, id: id,
+		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}
+	if err := s.fs.MkdirAll(a.dir); err != nil {
+		return nil, fmt.Errorf("writers: starting an attempt of %s: %w", split, err)
+	}
+	a.made[a.dir] = true
+	if err := a.Renew(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // ID names the attempt.
@@ -209,6 +223,20 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	if err := s.checkChain(a.split); err != nil {
 		return Result{}, err
 	}
+	// Every file must still be there: a stalled attempt whose directory
+	// recovery removed (its lease had expired) must not commit what is gone.
+	for _, f := range files {
+		if _, err := s.fs.Stat(f.Temp); errors.Is(err, filesystem.ErrNotExist) {
+			return Result{}, fmt.Errorf("%w: %s is gone", ErrAttemptExpired, f.Temp)
+		} else if err != nil {
+			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
+		}
+	}
+	// The intent: from here on recovery completes this commit rather than
+	// remove the attempt.
+	if err := a.claim(data); err != nil {
+		return Result{}, err
+	}
 	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
 	werr := s.fs.WriteExclusive(mp, data)
 	if werr != nil {
@@ -225,10 +253,11 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 			}
 			return Result{Won: false, Manifest: cur}, nil
 		case errors.Is(rerr, filesystem.ErrNotExist):
-			a.Abort()
-			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, werr)
+			// The intent stands (recovery may be acting on it already):
+			// Recover completes the commit.
+			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %w (run Recover: it completes the commit from the attempt's intent)", ErrCommitUnknown, a.split, werr)
 		default:
-			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %v; reading it back: %v", ErrCommitUnknown, a.split, werr, rerr)
+			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %w; reading it back: %w", ErrCommitUnknown, a.split, werr, rerr)
 		}
 	}
 	s.log.Info("committed", "split", a.split.String(), "attempt", a.id, "files", len(files), "records", m.Records)
