@@ -131,9 +131,24 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			t.abort()
 		}
 	}()
+	renewEvery := l.opts.Store.Lease / 3
+	if renewEvery <= 0 {
+		renewEvery = time.Minute
+	}
+	renewed := l.opts.Clock()
+	keepAlive := func() error { // the lease: recovery must not take a live attempt for dead
+		if now := l.opts.Clock(); now.Sub(renewed) >= renewEvery {
+			renewed = now
+			return w.Attempt().Renew()
+		}
+		return nil
+	}
 	for {
 		recs, done, err := rd.Next(ctx)
 		if err != nil {
+			return rep, err
+		}
+		if err := keepAlive(); err != nil {
 			return rep, err
 		}
 		for _, r := range recs {
@@ -154,7 +169,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err := t.closeDeadLetters(); err != nil {
 		return rep, err
 	}
-	if err := turn(ctx, s); err != nil {
+	if err := waitTurn(ctx, s, turn, renewEvery, keepAlive); err != nil {
 		return rep, err
 	}
 	res, err := w.Commit(rd.Reached())
@@ -179,6 +194,22 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		}
 	}
 	return rep, err // a roll-forward error after a won commit: recovery finishes it
+}
+
+// waitTurn waits until s may commit, renewing the attempt's lease while it
+// waits.
+func waitTurn(ctx context.Context, s inputformat.Split, turn turnFunc, every time.Duration, keepAlive func() error) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, every)
+		err := turn(wctx, s)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return err
+		}
+		if err := keepAlive(); err != nil {
+			return err
+		}
+	}
 }
 
 // taskRun is the state of one attempt's record loop.
