@@ -77,6 +77,26 @@ func (l *Loader) RunTask(ctx context.Context, task Task) (TaskReport, error) {
 	return l.runTask(ctx, task, l.storeTurn, nil)
 }
 
+// committed reports whether s is already committed. A commit at s's start
+// with another end (a planner with another view) makes s stale: ErrNotReady.
+func (l *Loader) committed(s inputformat.Split) (bool, error) {
+	b, err := filesystem.ReadFile(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start))
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	m, err := writers.DecodeManifest(b)
+	if err != nil {
+		return false, err
+	}
+	if m.End != s.End {
+		return false, fmt.Errorf("%w: %s: the commit at %d is [%d, %d); plan again", ErrNotReady, s, m.Start, m.Start, m.End)
+	}
+	return true, nil
+}
+
 // storeTurn checks in the store that the split continues its partition's
 // chain: its start is the newest commit's end, or the partition has none.
 func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
@@ -98,11 +118,9 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			rep.Error = err.Error()
 		}
 	}()
-	if ok, err := filesystem.Exists(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start)); err != nil {
+	if done, err := l.committed(s); err != nil || done {
+		rep.AlreadyCommitted = done
 		return rep, err
-	} else if ok {
-		rep.AlreadyCommitted = true
-		return rep, nil
 	}
 	if turn == nil {
 		turn = l.storeTurn
