@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,4 +90,34 @@ func TestReplayWithChangedMapper(t *testing.T) {
 		t.Fatalf("withdrawn rows %d %v", aside, err)
 	}
 	checkExactlyOnce(t, out, "replay", map[int32]int64{0: 1000}, true)
+}
+
+// Three runs of one job at once (planners racing on the same partitions):
+// each split is committed by one of them, the others step aside or stop
+// with ErrNotReady, and a last run completes the load exactly once.
+func TestConcurrentRunsExactlyOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "racing", 5000, 2, time.Hour, -1)
+	counts := produceAll(t, ctx, b.Addr, "racing", 2, recs)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "racing", b.Addr, "racing", 300, "schema_file: pageview.avsc", out))
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			_, err := jobs.Run(ctx, spec, jobs.Options{Workers: 2})
+			errs <- err
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		if err := <-errs; err != nil && !errors.Is(err, jobs.ErrNotReady) {
+			t.Fatalf("a racing run failed otherwise: %v", err)
+		}
+	}
+	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, out, "racing", counts, true)
 }
