@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
-	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -36,20 +35,22 @@ output:
   metadata_columns: true
 `
 
-// End to end: 100,000 Avro page views over 5 hours in a 4-partition topic
-// on a sluice broker process, loaded into a local warehouse and into HDFS;
-// DuckDB's counts per hour match what was produced and every
-// (_partition, _offset) appears exactly once.
+// End to end: 100,000 Confluent-framed Avro page views over 5 hours in a
+// 4-partition topic on a sluice broker process (its schema registry
+// embedded), loaded into a local warehouse and into HDFS; DuckDB's counts
+// per hour match what was produced and every (_partition, _offset) appears
+// exactly once.
 func TestEndToEndPageViews(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	b := kafka.StartSluice(t)
-	recs, hours := pageViews(t, "pageviews", 100_000, 4, 5*time.Hour, -1)
+	b, registry := startSluiceWithRegistry(t)
+	id := registerSchema(t, ctx, registry, "pageviews-value")
+	recs, hours := pageViews(t, "pageviews", 100_000, 4, 5*time.Hour, id)
 	counts := produceAll(t, ctx, b.Addr, "pageviews", 4, recs)
-	decode := "schema_file: pageview.avsc"
+	decode := "registry: " + registry
 
 	t.Run("local", func(t *testing.T) {
 		dir := t.TempDir()

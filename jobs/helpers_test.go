@@ -18,6 +18,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
@@ -329,4 +330,49 @@ func tasksFor(counts map[int32]int64, max int64) int {
 		n += int((c + max - 1) / max)
 	}
 	return n
+}
+
+// startSluiceWithRegistry starts a sluice broker process serving the
+// schema registry too, and returns it with the registry's URL once the
+// registry answers.
+func startSluiceWithRegistry(t testing.TB) (*kafka.Sluice, string) {
+	t.Helper()
+	port, err := kafka.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := kafka.StartSluice(t, "--registry-listen", fmt.Sprintf("127.0.0.1:%d", port))
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := cl.Subjects(ctx)
+		cancel()
+		if err == nil {
+			return b, url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schema registry of sluice broker --registry-listen did not answer at %s: %v\n%s", url, err, b.Output())
+		}
+		time.Sleep(50 * time.Millisecond) // polling the registry's start, bounded by the deadline
+	}
+}
+
+// registerSchema registers the page-view schema under subject and returns its id.
+func registerSchema(t testing.TB, ctx context.Context, url, subject string) int {
+	t.Helper()
+	_, text := pageViewSchema(t)
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := cl.CreateSchema(ctx, subject, sr.Schema{Schema: text, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatalf("registering %s: %v", subject, err)
+	}
+	return ss.ID
 }
