@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,7 +207,10 @@ func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
 func (l *Loader) Preview(ctx context.Context) (*inputformat.Plan, error) {
 	parts, err := inputformat.ListOffsets(ctx, l.adm, l.spec.Topics(), l.opts.Reader.ReadCommitted)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, inputformat.ErrNoTopic) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("source %s: %w (check source.bootstrap and that the cluster is up)", strings.Join(l.spec.Source.Bootstrap, ","), err)
 	}
 	return inputformat.Cut(parts, l.Checkpoint, inputformat.PlanOptions{
 		MaxRecordsPerTask: l.spec.Source.MaxRecordsPerTask,
