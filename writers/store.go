@@ -196,7 +196,9 @@ type Result struct {
 // temporaries and returns Won=false with a nil error and the winner's
 // manifest, whose End may differ from this split's. After Won=true a
 // non-nil error means the commit stands but some files are not yet at their
-// final paths: Recover finishes them.
+// final paths: Recover finishes them. ErrAttemptExpired: recovery took the
+// attempt (its lease expired); ErrCommitUnknown: run Recover, which
+// completes the commit from the attempt's intent if it was written.
 func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	s := a.store
 	if reached != a.split.End {
@@ -296,15 +298,21 @@ func await[T any](s *Store, read func() (T, error)) (T, error) {
 var testHookAfterManifest func()
 
 func (s *Store) readManifest(p string) (*Manifest, error) {
+	return readRecord(s, p, DecodeManifest)
+}
+
+// readRecord reads and decodes the record at p; a decoding error names p.
+func readRecord[T any](s *Store, p string, decode func([]byte) (T, error)) (T, error) {
 	b, err := filesystem.ReadFile(s.fs, p)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	m, err := DecodeManifest(b)
+	v, err := decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return v, fmt.Errorf("%s: %w", p, err)
 	}
-	return m, nil
+	return v, nil
 }
 
 // rollForward moves every file of a committed manifest to its final path
