@@ -57,6 +57,13 @@ func TestReplayWithChangedMapper(t *testing.T) {
 	if _, err := l.CheckpointDetail("replay/0@499"); err == nil {
 		t.Fatal("a checkpoint inside a commit accepted")
 	}
+	ids, err := l.RunIDs()
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("run ids %v %v", ids, err)
+	}
+	if rd, err := l.CheckpointDetail(ids[0]); err != nil || rd.Run == nil || len(rd.Positions) != 1 || rd.Positions[0].Offset != 1000 || rd.Later != 0 {
+		t.Fatalf("run checkpoint %+v %v", rd, err)
+	}
 	rep, err := l.Replay(ctx, "replay/0@500")
 	if err != nil {
 		t.Fatal(err)
