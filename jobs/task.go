@@ -195,9 +195,10 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		// A planner with another view committed meanwhile: plan again.
 		return rep, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	t.committed = true
+	t.committed = true // from here the attempt is the writers' (won, lost, or left to recovery)
 	if err != nil && !res.Won {
-		t.removeDeadLetters()
+		// The outcome may be unknown (recovery completes a commit from its
+		// intent): keep the dead letters, only the committed attempt's count.
 		return rep, err
 	}
 	rep.Won = res.Won
