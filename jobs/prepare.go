@@ -95,7 +95,7 @@ func (l *Loader) commitSkip(topic string, partition int32, r inputformat.Range) 
 		return fmt.Errorf("jobs: recording the skip of %s: %w", s, err)
 	}
 	if !res.Won && (res.Manifest == nil || res.Manifest.End != r.End) {
-		return fmt.Errorf("%w: %s: another run committed [%d, %d) meanwhile; plan again", ErrNotReady, s, res.Manifest.Start, res.Manifest.End)
+		return fmt.Errorf("%w: %s: another run committed at %d meanwhile; plan again", ErrNotReady, s, r.Start)
 	}
 	l.log.Warn("records deleted before they were loaded: skipped (on_offset_out_of_range: skip)", "split", s.String())
 	return nil
