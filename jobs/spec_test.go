@@ -128,3 +128,21 @@ func TestLoadSpecNamesFile(t *testing.T) {
 		t.Fatal("missing file accepted")
 	}
 }
+
+// FuzzParseSpec: no input makes the parser panic; an accepted spec
+// validates.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{goodSpec, "", "hello", "[1, 2]", "name: [a]", "source: 5", "output: {uri: [x]}",
+		"name: j\nsource: {topics: t}\ndecode: {format: string}\noutput: {uri: /x}\nmap: {select: {keep: 3}}\n",
+		"name: j\nsource: {topics: t}\ndecode: {format: json}\noutput: {uri: /x}\nmap: {where: 'a ? b : c'}\n", "---\n---\n", "*x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseSpec([]byte(text), t.TempDir())
+		if err == nil {
+			if verr := s.Validate(); verr != nil {
+				t.Fatalf("accepted a spec that does not validate: %v", verr)
+			}
+		}
+	})
+}
