@@ -173,12 +173,10 @@ func newDecoder(spec *Spec) (Decoder, error) {
 	return nil, fmt.Errorf("%w: decode.format %q", ErrSpec, d.Format)
 }
 
-// Checkpoint returns a partition's committed position after recovering
-// what crashed attempts left.
+// Checkpoint returns a partition's committed position: the end of its
+// newest commit, else its start record. It reads and changes nothing else
+// (a commit whose files recovery has yet to move is a commit all the same).
 func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoint, error) {
-	if _, err := l.store.Recover(topic, partition); err != nil {
-		return inputformat.Checkpoint{}, fmt.Errorf("jobs: recovering %s/%d: %w", topic, partition, err)
-	}
 	next, err := l.store.NextStart(topic, partition, -1)
 	if err != nil {
 		return inputformat.Checkpoint{}, err
@@ -190,12 +188,13 @@ func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoi
 	return inputformat.Checkpoint{Offset: start, Known: ok}, err
 }
 
-// Plan plans a run and prepares it (Preview, then Prepare): the splits it
+// Plan recovers the job's partitions, plans a run and prepares it
+// (Preview, then Prepare): the splits it
 // returns are ready for RunTask, in any order and on any worker (a task
 // whose predecessor is not committed yet returns ErrNotReady: run it again
 // later).
 func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
-	p, err := l.Preview(ctx)
+	p, err := l.recoverAndPreview(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,28 @@ func (l *Loader) startRecord(topic string, partition int32) (int64, bool, error)
 	return n, true, nil
 }
 
+// recoverAndPreview recovers every partition of the job (finishing the
+// commits a crash interrupted, removing attempts whose lease expired), then
+// plans on what recovery left.
+func (l *Loader) recoverAndPreview(ctx context.Context) (*inputformat.Plan, error) {
+	first, err := l.Preview(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changed := false
+	for _, pp := range first.Partitions {
+		rep, err := l.store.Recover(pp.Topic, pp.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: recovering %s/%d: %w", pp.Topic, pp.Partition, err)
+		}
+		changed = changed || len(rep.RolledForward) > 0 || len(rep.TornMovedAway) > 0
+	}
+	if !changed {
+		return first, nil
+	}
+	return l.Preview(ctx)
+}
+
 // Prepare does what a plan decided before its tasks run: it records the
 // start of partitions never loaded, and commits each range lost to
 // retention under on_offset_out_of_range: skip as a commit with no files

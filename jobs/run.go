@@ -31,7 +31,7 @@ const RunsDir = "_sluice/runs"
 // and returned, also when the run fails.
 func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
 	rep := l.newRunReport()
-	plan, err := l.Preview(ctx)
+	plan, err := l.recoverAndPreview(ctx)
 	if err != nil {
 		return rep, l.finish(rep, err)
 	}
