@@ -6,7 +6,8 @@
 // checkpoints and replay.
 //
 //	JOB.yaml ─► LoadSpec ─► Open ─► Loader
-//	                                  │ Plan = Preview (inputformat.Cut over ListOffsets)
+//	                                  │ Plan = Recover each partition (writers)
+//	                                  │        + Preview (inputformat.Cut over ListOffsets; read only)
 //	                                  │        + Prepare (start records, skip commits)
 //	                                  ▼
 //	            splits ─► workers ─► RunTask: Reader [start, end) ─► Decoder ─► where ─► Mapper
