@@ -103,14 +103,14 @@ func TestReplayWithChangedMapper(t *testing.T) {
 // each split is committed by one of them, the others step aside or stop
 // with ErrNotReady, and a last run completes the load exactly once.
 func TestConcurrentRunsExactlyOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	b := kafka.StartSluice(t)
-	recs, _ := pageViews(t, "racing", 5000, 2, time.Hour, -1)
+	recs, _ := pageViews(t, "racing", 3000, 2, time.Hour, -1)
 	counts := produceAll(t, ctx, b.Addr, "racing", 2, recs)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "racing", b.Addr, "racing", 300, "schema_file: pageview.avsc", out))
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "racing", b.Addr, "racing", 500, "schema_file: pageview.avsc", out))
 	errs := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
