@@ -145,6 +145,18 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	rep.Attempt = w.Attempt().ID()
 	t := &taskRun{l: l, rep: &rep, w: w, dec: dec, mapper: mapper, split: s}
 	defer func() {
+		// Recovery (another run's) removes an attempt whose split another
+		// attempt committed, or whose lease expired: the split is done, or
+		// is to be run again.
+		if errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist) {
+			if done, cerr := l.committed(s); cerr == nil && done {
+				rep.AlreadyCommitted, err = true, nil
+			} else if errors.Is(err, writers.ErrAttemptExpired) {
+				err = fmt.Errorf("%w: %w", ErrNotReady, err)
+			}
+		}
+	}()
+	defer func() {
 		if err != nil {
 			t.abort()
 		}
