@@ -3,7 +3,10 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"time"
+
 	"errors"
+	"github.com/sluicehq/sluice/inputformat"
 	"reflect"
 	"testing"
 
@@ -158,4 +161,27 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Splits of a partition that finish out of order (found already committed)
+// still let the next one take its turn.
+func TestTurnsOutOfOrder(t *testing.T) {
+	tr := newTurns(nil)
+	tr.next["t/0"] = 0
+	split := func(a, b int64) inputformat.Split { return inputformat.Split{Topic: "t", Start: a, End: b} }
+	tr.finish(split(10, 20), nil)
+	tr.finish(split(20, 30), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if err := tr.wait(ctx, split(30, 40)); err == nil {
+		t.Fatal("turn given before [0, 10) finished")
+	}
+	tr.finish(split(0, 10), nil)
+	if err := tr.wait(context.Background(), split(30, 40)); err != nil {
+		t.Fatal(err)
+	}
+	tr.finish(split(30, 40), errors.New("boom"))
+	if err := tr.wait(context.Background(), split(40, 50)); !errors.Is(err, ErrPredecessorFailed) {
+		t.Fatalf("got %v", err)
+	}
 }

@@ -69,7 +69,7 @@ func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
 			defer wg.Done()
 			for s := range queue {
 				tr, err := l.runTask(runCtx, s, turns.wait, progress)
-				turns.done(s, err)
+				turns.finish(s, err)
 				mu.Lock()
 				results = append(results, tr)
 				if err != nil && firstErr == nil && !errors.Is(err, ErrPredecessorFailed) {
@@ -133,16 +133,19 @@ func interleave(splits []inputformat.Split) []inputformat.Split {
 
 // turns sequences the commits of each partition within a run.
 type turns struct {
-	mu      sync.Mutex
-	next    map[string]int64 // guarded by mu: the next start allowed to commit
-	failed  map[string]bool  // guarded by mu
-	changed chan struct{}    // guarded by mu: closed and replaced on every change
+	mu     sync.Mutex
+	next   map[string]int64 // guarded by mu: the next start allowed to commit
+	failed map[string]bool  // guarded by mu
+	// done holds splits finished ahead of their turn (found already
+	// committed): start → end, per partition (guarded by mu).
+	done    map[string]map[int64]int64
+	changed chan struct{} // guarded by mu: closed and replaced on every change
 }
 
 func tpKey(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
 
 func newTurns(parts []inputformat.PartitionPlan) *turns {
-	t := &turns{next: map[string]int64{}, failed: map[string]bool{}, changed: make(chan struct{})}
+	t := &turns{next: map[string]int64{}, failed: map[string]bool{}, done: map[string]map[int64]int64{}, changed: make(chan struct{})}
 	for _, p := range parts {
 		t.next[tpKey(p.Topic, p.Partition)] = p.Start
 	}
@@ -169,14 +172,28 @@ func (t *turns) wait(ctx context.Context, s inputformat.Split) error {
 	}
 }
 
-func (t *turns) done(s inputformat.Split, err error) {
+// finish records the end of a task. Splits may finish out of order (one
+// found already committed returns at once), so the partition's next start
+// advances over every contiguous finished split.
+func (t *turns) finish(s inputformat.Split, err error) {
 	k := tpKey(s.Topic, s.Partition)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
 		t.failed[k] = true
-	} else if t.next[k] == s.Start {
-		t.next[k] = s.End
+	} else {
+		if t.done[k] == nil {
+			t.done[k] = map[int64]int64{}
+		}
+		t.done[k][s.Start] = s.End
+		for {
+			end, ok := t.done[k][t.next[k]]
+			if !ok {
+				break
+			}
+			delete(t.done[k], t.next[k])
+			t.next[k] = end
+		}
 	}
 	close(t.changed)
 	t.changed = make(chan struct{})
