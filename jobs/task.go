@@ -137,8 +137,20 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err != nil {
 		return rep, err
 	}
-	w, err := writers.NewSplitWriter(l.store, s,
-		writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
+	var w *writers.SplitWriter
+	for try := 0; ; try++ {
+		w, err = writers.NewSplitWriter(l.store, s,
+			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
+		// Another run's recovery may remove the split's directory while the
+		// attempt takes its first lease: look again, then start over.
+		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist)) {
+			break
+		}
+		if done, cerr := l.committed(s); cerr != nil || done {
+			rep.AlreadyCommitted = done
+			return rep, cerr
+		}
+	}
 	if err != nil {
 		return rep, err
 	}
