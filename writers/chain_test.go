@@ -232,7 +232,7 @@ func TestChainRaceProcessesHDFS(t *testing.T) {
 func TestChainRefusals(t *testing.T) {
 	fs := localFS(t)
 	store := NewStore(fs, StoreOptions{})
-	for _, sp := range []Split{{"pv", 0, 1000, 1100}, {"pv", 0, 1100, 1250}} {
+	for _, sp := range []Split{{Topic: "pv", Partition: 0, Start: 1000, End: 1100}, {Topic: "pv", Partition: 0, Start: 1100, End: 1250}} {
 		if res, err := runSplit(store, sp, chainCfg, nil); err != nil || !res.Won {
 			t.Fatalf("%s: %+v %v", sp, res, err)
 		}
@@ -242,11 +242,11 @@ func TestChainRefusals(t *testing.T) {
 		notChnd bool // refused with ErrNotChained
 		winner  int64
 	}{
-		{Split{"pv", 0, 1500, 2500}, true, 0},     // a second first run that read a later high watermark
-		{Split{"pv", 0, 900, 1000}, true, 0},      // before the origin
-		{Split{"pv", 0, 1050, 1300}, true, 0},     // starts inside a commit
-		{Split{"pv", 0, 1260, 1300}, true, 0},     // leaves a gap
-		{Split{"pv", 0, 1100, 1200}, false, 1250}, // a stale retry: loses to the commit at 1100
+		{Split{Topic: "pv", Partition: 0, Start: 1500, End: 2500}, true, 0},     // a second first run that read a later high watermark
+		{Split{Topic: "pv", Partition: 0, Start: 900, End: 1000}, true, 0},      // before the origin
+		{Split{Topic: "pv", Partition: 0, Start: 1050, End: 1300}, true, 0},     // starts inside a commit
+		{Split{Topic: "pv", Partition: 0, Start: 1260, End: 1300}, true, 0},     // leaves a gap
+		{Split{Topic: "pv", Partition: 0, Start: 1100, End: 1200}, false, 1250}, // a stale retry: loses to the commit at 1100
 	} {
 		res, err := runSplit(store, c.split, chainCfg, nil)
 		if c.notChnd {
@@ -304,7 +304,7 @@ func TestCheckTiling(t *testing.T) {
 func TestChainOutOfOrderRetry(t *testing.T) {
 	fs := localFS(t)
 	store := NewStore(fs, StoreOptions{})
-	a, b := Split{"pv", 0, 1000, 1100}, Split{"pv", 0, 1100, 1200}
+	a, b := Split{Topic: "pv", Partition: 0, Start: 1000, End: 1100}, Split{Topic: "pv", Partition: 0, Start: 1100, End: 1200}
 	wa, _ := NewSplitWriter(store, a, chainCfg)
 	wb, _ := NewSplitWriter(store, b, chainCfg)
 	// The origin is fixed by a's first try: b is refused, nothing moves.
@@ -341,7 +341,7 @@ func TestChainOutOfOrderRetry(t *testing.T) {
 // the end) cannot commit the split; the writer stays usable.
 func TestCommitRefusesUnreachedEnd(t *testing.T) {
 	store := NewStore(localFS(t), StoreOptions{})
-	sp := Split{"pv", 0, 10, 20}
+	sp := Split{Topic: "pv", Partition: 0, Start: 10, End: 20}
 	w, _ := NewSplitWriter(store, sp, chainCfg)
 	for off := int64(10); off < 15; off++ {
 		if err := w.Write(nil, pageView(off), format.Meta{Offset: off}); err != nil {

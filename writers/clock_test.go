@@ -16,7 +16,7 @@ func TestWaitUsesInjectedClock(t *testing.T) {
 	c := &testClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	sleeps := 0
 	store := NewStore(mem, StoreOptions{Clock: c.Now, Sleep: func(d time.Duration) { sleeps++; c.Sleep(d) }, ManifestWait: 30 * time.Second})
-	sp := Split{"pv", 0, 10, 20}
+	sp := Split{Topic: "pv", Partition: 0, Start: 10, End: 20}
 	if _, err := store.origin("pv", 0, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // crashSplits is what the crash workload loads: two chained splits.
-var crashSplits = []Split{{"pageviews", 2, 100, 250}, {"pageviews", 2, 250, 400}}
+var crashSplits = []Split{{Topic: "pageviews", Partition: 2, Start: 100, End: 250}, {Topic: "pageviews", Partition: 2, Start: 250, End: 400}}
 
 // crashWorkload loads crashSplits on store as a loader does (recover, then
 // split after split), stopping at the first error. It returns the

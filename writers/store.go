@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -34,18 +35,12 @@ var (
 )
 
 // Split is an offset range [Start, End) of one topic partition: one task.
-type Split struct {
-	Topic     string
-	Partition int32
-	Start     int64
-	End       int64
-}
+// The type belongs to inputformat, which plans and reads splits.
+type Split = inputformat.Split
 
-func (s Split) String() string {
-	return fmt.Sprintf("%s/%d [%d, %d)", s.Topic, s.Partition, s.Start, s.End)
-}
-
-func (s Split) validate() error {
+// validateSplit checks a split can be written: a topic name usable in a
+// path and a non-empty range.
+func validateSplit(s Split) error {
 	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
 		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
 	}
@@ -131,7 +126,7 @@ type Attempt struct {
 // NewAttempt starts an attempt of split with a fresh random id: it creates
 // the attempt directory and takes the attempt's lease.
 func (s *Store) NewAttempt(split Split) (*Attempt, error) {
-	if err := split.validate(); err != nil {
+	if err := validateSplit(split); err != nil {
 		return nil, err
 	}
 	var b [8]byte

@@ -13,7 +13,7 @@ import (
 func loadThree(t *testing.T, fs filesystem.FS) {
 	t.Helper()
 	store := NewStore(fs, StoreOptions{})
-	for _, sp := range []Split{{"pageviews", 2, 0, 100}, {"pageviews", 2, 100, 200}, {"pageviews", 2, 200, 300}} {
+	for _, sp := range []Split{{Topic: "pageviews", Partition: 2, Start: 0, End: 100}, {Topic: "pageviews", Partition: 2, Start: 100, End: 200}, {Topic: "pageviews", Partition: 2, Start: 200, End: 300}} {
 		if res, err := runSplit(store, sp, workloadConfig(t), pageViewSchema(t)); err != nil || !res.Won {
 			t.Fatal(res, err)
 		}
@@ -100,7 +100,7 @@ func TestNextStartReadsNewestOnly(t *testing.T) {
 		t.Fatalf("NextStart opened %d files, want 1", opens)
 	}
 	before := len(counter.Log())
-	res, err := runSplit(store, Split{"pv", 0, hours * 1000, hours*1000 + 10}, chainCfg, nil)
+	res, err := runSplit(store, Split{Topic: "pv", Partition: 0, Start: hours * 1000, End: hours*1000 + 10}, chainCfg, nil)
 	if err != nil || !res.Won {
 		t.Fatalf("%+v %v", res, err)
 	}
