@@ -47,7 +47,7 @@ const (
 
 // completeState is the persisted completeness state of one job.
 type completeState struct {
-	Version int `json:"version"`
+	Version int   `json:"version"`
 	Seq     int64 `json:"seq"`
 	// Cursors: per "topic/partition", the end of the last manifest counted.
 	Cursors map[string]int64 `json:"cursors"`

@@ -150,11 +150,11 @@ func readOutput(t *testing.T, out string) map[string]int {
 type faultEngine struct {
 	scheduler.Engine
 	mu        sync.Mutex
-	failFirst int                   // fail the first n attempts of every task
-	failAll   bool                  // fail every attempt
-	gate      chan struct{}         // when set, RunTask waits for it to close
-	calls     map[string]int        // attempts per task
-	entered   chan scheduler.Task   // receives each task entering RunTask, when set
+	failFirst int                 // fail the first n attempts of every task
+	failAll   bool                // fail every attempt
+	gate      chan struct{}       // when set, RunTask waits for it to close
+	calls     map[string]int      // attempts per task
+	entered   chan scheduler.Task // receives each task entering RunTask, when set
 }
 
 func (f *faultEngine) RunTask(ctx context.Context, job scheduler.Job, task scheduler.Task) (scheduler.TaskReport, error) {
