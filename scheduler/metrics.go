@@ -160,3 +160,12 @@ func (m *Metrics) specRefused() {
 		m.refused.Inc()
 	}
 }
+
+// WorkerTask records a task a worker ran.
+func (m *Metrics) WorkerTask(job string, rep TaskReport, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.taskAttempt(job, true, d)
+	m.loaded(job, rep.Records, rep.Bytes)
+}

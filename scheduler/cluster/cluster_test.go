@@ -1,0 +1,290 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/server"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/cluster"
+	"github.com/sluicehq/sluice/scheduler/internal/rangeload"
+	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+// TestMain lets the test binary act as a `sluice scheduler --zookeeper`
+// or `sluice worker` process (with the rangeload engine) when re-executed
+// with SLUICE_CLUSTER_ROLE set, so the test can kill -9 real processes.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("SLUICE_CLUSTER_ROLE"); role != "" {
+		os.Exit(runRole(role))
+	}
+	os.Exit(m.Run())
+}
+
+func runRole(role string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	name := os.Getenv("SLUICE_NAME")
+	delay, _ := time.ParseDuration(os.Getenv("SLUICE_RECORD_DELAY"))
+	engine := &rangeload.Engine{RecordHook: func(scheduler.Task, int64) { time.Sleep(delay) }} // slows tasks so a kill lands mid-task
+	var err error
+	switch role {
+	case "worker":
+		err = cluster.RunWorker(ctx, cluster.WorkerOptions{Connect: os.Getenv("SLUICE_ZK"), SessionTimeout: 2 * time.Second,
+			Name: name, Engine: engine, Logger: log})
+	case "scheduler":
+		err = cluster.RunScheduler(ctx, cluster.SchedulerOptions{Connect: os.Getenv("SLUICE_ZK"), SessionTimeout: 2 * time.Second,
+			Name: name, Logger: log, Scheduler: scheduler.Options{Engine: engine, JobsDir: os.Getenv("SLUICE_JOBS"),
+				ScanInterval: time.Second, Logger: log}})
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startRole(t *testing.T, role, name string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, "SLUICE_CLUSTER_ROLE="+role, "SLUICE_NAME="+name)...)
+	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", p.name, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling
+	}
+}
+
+// TestCluster: one scheduler leader and a standby, three workers, a real
+// ZooKeeper and broker. A worker is killed with SIGKILL mid-task, then the
+// leader: the standby adopts the run, the other workers re-run the dead
+// worker's task, the run completes and every record is loaded exactly once.
+func TestCluster(t *testing.T) {
+	zks := zkharness.Start(t)
+	connect := zks.Connect("/sluice-test")
+
+	srv, err := server.New(server.Options{DataDir: t.TempDir(), Config: config.Default(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	addr := ln.Addr().String()
+
+	const partitions, perPartition = 3, 240
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, nil, "pv"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := 0; i < perPartition; i++ {
+			v, _ := json.Marshal(map[string]string{"id": fmt.Sprintf("%d-%d", p, i)})
+			recs = append(recs, &kgo.Record{Topic: "pv", Partition: p, Value: v, Timestamp: t0.Add(time.Duration(i) * 30 * time.Second)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+
+	jobs, out := t.TempDir(), t.TempDir()
+	spec := fmt.Sprintf("name: pv\nsource:\n  bootstrap: [%s]\n  topics: [pv]\n  max_records_per_task: 80\n"+
+		"partition: {by: hour, time_field: \"@timestamp\"}\noutput: {uri: \"file://%s\"}\nschedule: \"@every 2s\"\n"+
+		"retry: {max_attempts: 5, backoff: 200ms}\n", addr, out)
+	if err := os.WriteFile(filepath.Join(jobs, "pv.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SLUICE_ZK=" + connect, "SLUICE_JOBS=" + jobs, "SLUICE_RECORD_DELAY=8ms"}
+	procs := map[string]*proc{}
+	for _, n := range []string{"sched-a", "sched-b"} {
+		procs[n] = startRole(t, "scheduler", n, env...)
+	}
+	for _, n := range []string{"worker-1", "worker-2", "worker-3"} {
+		procs[n] = startRole(t, "worker", n, env...)
+	}
+
+	servers, chroot, _ := cluster.ParseConnect(connect)
+	zc, _, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	owner := func(dir string) (string, string) { // first child and its data
+		names, _, err := zc.Children(chroot + dir)
+		if err != nil || len(names) == 0 {
+			return "", ""
+		}
+		b, _, err := zc.Get(chroot + dir + "/" + names[0])
+		if err != nil {
+			return "", ""
+		}
+		return names[0], string(b)
+	}
+	// Kill the worker of the first claimed task, mid-task.
+	var claimed, victim string
+	waitFor(t, "a claimed task", 90*time.Second, func() bool { claimed, victim = owner("/claims"); return victim != "" })
+	t.Logf("killing %s while it runs %s", victim, claimed)
+	procs[victim].kill9()
+	// Then the leader, while the run is in flight.
+	var leader string
+	waitFor(t, "a leader", 30*time.Second, func() bool { leader, _ = leaderName(zc, chroot); return leader != "" })
+	waitFor(t, "a run in flight", 30*time.Second, func() bool { n, _ := owner("/runs"); return n != "" })
+	t.Logf("killing the leader %s", leader)
+	procs[leader].kill9()
+
+	// The standby takes over, adopts the run, and the run completes.
+	fs, err := filesystem.Open("file://" + out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	hist := scheduler.NewHistory(fs, "pv")
+	var adopted scheduler.RunRecord
+	waitFor(t, "an adopted run to succeed and every record to be loaded", 150*time.Second, func() bool {
+		runs, _ := hist.List()
+		for _, r := range runs {
+			if r.State == scheduler.StateSucceeded && strings.Contains(strings.Join(r.Notes, " "), "adopted") {
+				adopted = r
+			}
+		}
+		return adopted.ID != "" && len(loaded(t, out)) == partitions*perPartition
+	})
+	if newLeader, _ := leaderName(zc, chroot); newLeader == leader || newLeader == "" {
+		t.Fatalf("leader after the kill: %q (killed %q)", newLeader, leader)
+	}
+	t.Logf("adopted run %s: %d tasks, %d records", adopted.ID, len(adopted.Tasks), adopted.Records)
+	runs, _ := hist.List()
+	var total int64
+	for _, r := range runs {
+		total += r.Records
+	}
+	if total != partitions*perPartition {
+		t.Errorf("the runs report %d records committed, want %d", total, partitions*perPartition)
+	}
+	for id, n := range loaded(t, out) {
+		if n != 1 {
+			t.Errorf("record %s loaded %d times", id, n)
+		}
+	}
+}
+
+func leaderName(zc *zk.Conn, chroot string) (string, error) {
+	b, _, err := zc.Get(chroot + "/leader")
+	return string(b), err
+}
+
+// loaded returns every record id in the output with its count.
+func loaded(t *testing.T, out string) map[string]int {
+	seen := map[string]int{}
+	filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".jsonl") || strings.Contains(p, "_sluice") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil // moved meanwhile
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var v map[string]any
+			if json.Unmarshal([]byte(line), &v) == nil {
+				seen[fmt.Sprint(v["id"])]++
+			}
+		}
+		return nil
+	})
+	return seen
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
