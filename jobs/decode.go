@@ -1,0 +1,223 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// ErrBadRecord is wrapped by every error a record's bytes cause (they do
+// not decode, do not fit the schema, or fail the mapper). on_bad_record
+// decides what happens to such a record.
+var ErrBadRecord = errors.New("jobs: bad record")
+
+// ErrRegistry reports a schema registry that could not be asked (not a
+// bad record: the task fails and is retried).
+var ErrRegistry = errors.New("jobs: schema registry")
+
+// Decoder turns a record value into a row typed by an Avro schema. A
+// Decoder is safe for concurrent use by the tasks of a run.
+type Decoder interface {
+	// Decode returns the value's schema (nil for schemaless JSON) and
+	// fields. An error wrapping ErrBadRecord is the record's fault.
+	Decode(ctx context.Context, key, value []byte) (avro.Schema, map[string]any, error)
+}
+
+func badRecord(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRecord, fmt.Sprintf(format, args...))
+}
+
+// parseSchema parses an Avro schema in a private cache, so two versions of
+// a named type never meet (hamba's default cache is process-wide).
+func parseSchema(text string) (avro.Schema, error) {
+	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
+}
+
+// readSchemaFile parses an .avsc file.
+func readSchemaFile(path string) (avro.Schema, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: decode.schema_file: %v", ErrSpec, err)
+	}
+	s, err := parseSchema(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%w: decode.schema_file %s: not an Avro schema: %v", ErrSpec, path, err)
+	}
+	if s.Type() != avro.Record {
+		return nil, fmt.Errorf("%w: decode.schema_file %s: the top level is %s; it must be a record", ErrSpec, path, s.Type())
+	}
+	return s, nil
+}
+
+// avroFileDecoder decodes unframed Avro binary with one fixed schema.
+type avroFileDecoder struct{ schema avro.Schema }
+
+func (d *avroFileDecoder) Decode(_ context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
+	return decodeAvro(d.schema, value)
+}
+
+func decodeAvro(schema avro.Schema, b []byte) (avro.Schema, map[string]any, error) {
+	if b == nil {
+		return nil, nil, badRecord("null value (a tombstone) has no Avro fields")
+	}
+	var v map[string]any
+	if err := avro.Unmarshal(schema, b, &v); err != nil {
+		return nil, nil, badRecord("avro: %v", err)
+	}
+	return schema, v, nil
+}
+
+// registryDecoder decodes Confluent-framed Avro: 0x00, a 4-byte big-endian
+// schema id, Avro binary. Schemas are fetched once per id.
+type registryDecoder struct {
+	cl *sr.Client
+	mu sync.Mutex
+	// cache holds parsed schemas by id (guarded by mu); a registry never
+	// changes the schema of an id.
+	cache map[int]avro.Schema
+}
+
+func newRegistryDecoder(url string) (*registryDecoder, error) {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return nil, fmt.Errorf("%w: decode.registry %q: %v", ErrSpec, url, err)
+	}
+	return &registryDecoder{cl: cl, cache: map[int]avro.Schema{}}, nil
+}
+
+func (d *registryDecoder) Decode(ctx context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
+	if len(value) < 5 || value[0] != 0 {
+		return nil, nil, badRecord("not Confluent-framed Avro (want 0x00 and a 4-byte schema id, got %d bytes%s)", len(value), magicNote(value))
+	}
+	id := int(binary.BigEndian.Uint32(value[1:5]))
+	s, err := d.schema(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeAvro(s, value[5:])
+}
+
+func magicNote(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" starting 0x%02x", b[0])
+}
+
+func (d *registryDecoder) schema(ctx context.Context, id int) (avro.Schema, error) {
+	d.mu.Lock()
+	s, ok := d.cache[id]
+	d.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	got, err := d.cl.SchemaByID(ctx, id)
+	if err != nil {
+		var re *sr.ResponseError
+		if errors.As(err, &re) && re.StatusCode == 404 {
+			return nil, badRecord("schema id %d is not in the registry", id)
+		}
+		return nil, fmt.Errorf("%w: schema id %d: %v", ErrRegistry, id, err)
+	}
+	if got.Type != sr.TypeAvro {
+		return nil, badRecord("schema id %d is %s, not Avro", id, got.Type)
+	}
+	if s, err = parseSchema(got.Schema); err != nil {
+		return nil, badRecord("schema id %d does not parse: %v", id, err)
+	}
+	if s.Type() != avro.Record {
+		return nil, badRecord("schema id %d is a %s, not a record", id, s.Type())
+	}
+	d.mu.Lock()
+	d.cache[id] = s
+	d.mu.Unlock()
+	return s, nil
+}
+
+// jsonDecoder decodes JSON objects; schema (declared or inferred) types
+// them for the writers, nil leaves them schemaless (JSON-lines output).
+type jsonDecoder struct{ schema avro.Schema }
+
+func (d *jsonDecoder) Decode(_ context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
+	v, err := decodeJSONObject(value)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.schema, v, nil
+}
+
+func decodeJSONObject(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRecord("json: %v", err)
+	}
+	if dec.More() {
+		return nil, badRecord("json: more than one value")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRecord("json: the value is %T, not an object", v)
+	}
+	return numbers(m).(map[string]any), nil
+}
+
+// numbers turns json.Number into int64 when integral, float64 otherwise.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+// kvDecoder keeps key and value as text or bytes.
+type kvDecoder struct {
+	schema avro.Schema
+	text   bool
+}
+
+func newKVDecoder(text bool) *kvDecoder {
+	t := "bytes"
+	name := "BytesRecord"
+	if text {
+		t, name = "string", "StringRecord"
+	}
+	s := avro.MustParse(fmt.Sprintf(`{"type":"record","name":%q,"namespace":"sluice","fields":[
+		{"name":"key","type":["null",%q]},{"name":"value","type":["null",%q]}]}`, name, t, t))
+	return &kvDecoder{schema: s, text: text}
+}
+
+func (d *kvDecoder) Decode(_ context.Context, key, value []byte) (avro.Schema, map[string]any, error) {
+	conv := func(b []byte) any {
+		if b == nil {
+			return nil
+		}
+		if d.text {
+			return string(b)
+		}
+		return append([]byte(nil), b...)
+	}
+	return d.schema, map[string]any{"key": conv(key), "value": conv(value)}, nil
+}

@@ -1,0 +1,267 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/writers/format"
+)
+
+// Task is one unit of work: the offset range of one partition.
+type Task = inputformat.Split
+
+// Options tune a Loader; zero values are the defaults.
+type Options struct {
+	// Workers is the number of tasks run at once by Run (default 2).
+	Workers int
+	// Progress receives a progress bar while Run runs (nil: none).
+	Progress io.Writer
+	// Logger receives events (default: discard).
+	Logger *slog.Logger
+	// Clock returns the current time (default time.Now).
+	Clock func() time.Time
+	// Store tunes the commit protocol (its Clock and Logger default to the
+	// ones above).
+	Store writers.StoreOptions
+	// Reader tunes the fetches (ReadCommitted comes from the spec).
+	Reader inputformat.ReaderOptions
+	// KafkaOptions are extra franz-go options for the source client.
+	KafkaOptions []kgo.Opt
+}
+
+// Loader runs one job: it holds the source client, the output store, the
+// decoder and the job's mapper configuration. It is safe for concurrent use
+// by the tasks of a run.
+type Loader struct {
+	spec    *Spec
+	opts    Options
+	log     *slog.Logger
+	kcl     *kgo.Client
+	adm     *kadm.Client
+	fs      filesystem.FS
+	store   *writers.Store
+	part    *writers.Partitioner
+	fmtOpts format.Options
+	where   *where
+	mapper  MapperFactory
+
+	decMu   sync.Mutex
+	decoder Decoder // set by Open or, for inferred JSON, on first use (guarded by decMu)
+}
+
+// Open connects to the job's source and output. Close it when done.
+func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Store.Clock == nil {
+		opts.Store.Clock = opts.Clock
+	}
+	if opts.Store.Logger == nil {
+		opts.Store.Logger = opts.Logger
+	}
+	opts.Reader.ReadCommitted = spec.Source.Isolation == ReadCommitted
+	l := &Loader{spec: spec, opts: opts, log: opts.Logger}
+	var err error
+	if l.part, err = writers.NewPartitioner(writers.Granularity(spec.Partition.By), spec.Partition.TimeField, spec.Partition.Timezone); err != nil {
+		return nil, fmt.Errorf("%w: partition: %v", ErrSpec, err)
+	}
+	l.fmtOpts = format.Options{Kind: format.Kind(spec.Output.Format), Compression: spec.Output.Compression, MetadataColumns: spec.Output.MetadataColumns}
+	if spec.Map.Where != "" {
+		if l.where, err = compileWhere(spec.Map.Where); err != nil {
+			return nil, fmt.Errorf("%w: map.where: %v", ErrSpec, err)
+		}
+	}
+	var ok bool
+	if l.mapper, ok = lookupMapper(spec.Map.Mapper); !ok {
+		return nil, fmt.Errorf("%w: map.mapper: %q is not registered", ErrSpec, spec.Map.Mapper)
+	}
+	if _, err := l.newMapper(); err != nil {
+		return nil, err
+	}
+	if l.decoder, err = newDecoder(spec); err != nil {
+		return nil, err
+	}
+	kopts := append([]kgo.Opt{kgo.SeedBrokers(spec.Source.Bootstrap...)}, inputformat.ClientOptions()...)
+	if l.kcl, err = kgo.NewClient(append(kopts, opts.KafkaOptions...)...); err != nil {
+		return nil, fmt.Errorf("jobs: source client: %w", err)
+	}
+	l.adm = kadm.NewClient(l.kcl)
+	if l.fs, err = filesystem.Open(spec.OutputURI()); err != nil {
+		l.kcl.Close()
+		return nil, fmt.Errorf("jobs: output %s: %w", spec.Output.URI, err)
+	}
+	l.store = writers.NewStore(l.fs, opts.Store)
+	return l, nil
+}
+
+// Close releases the source client and the output file system.
+func (l *Loader) Close() error {
+	l.kcl.Close()
+	return l.fs.Close()
+}
+
+// Spec returns the loader's job spec.
+func (l *Loader) Spec() *Spec { return l.spec }
+
+// Store returns the output's commit store.
+func (l *Loader) Store() *writers.Store { return l.store }
+
+func (l *Loader) newMapper() (Mapper, error) {
+	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select})
+	if err != nil {
+		if errors.Is(err, ErrSpec) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: map.mapper %q: %v", ErrSpec, l.spec.Map.Mapper, err)
+	}
+	return m, nil
+}
+
+func newDecoder(spec *Spec) (Decoder, error) {
+	d := spec.Decode
+	switch d.Format {
+	case "avro":
+		if d.Registry != "" {
+			return newRegistryDecoder(d.Registry)
+		}
+		s, err := readSchemaFile(spec.SchemaPath())
+		if err != nil {
+			return nil, err
+		}
+		return &avroFileDecoder{schema: s}, nil
+	case "json":
+		if d.SchemaFile != "" {
+			s, err := readSchemaFile(spec.SchemaPath())
+			if err != nil {
+				return nil, err
+			}
+			return &jsonDecoder{schema: s}, nil
+		}
+		if spec.Output.Format == "jsonl" {
+			return &jsonDecoder{}, nil
+		}
+		return nil, nil // inferred from a sample at the first task (see heldSchema)
+	case "string":
+		return newKVDecoder(true), nil
+	case "bytes":
+		return newKVDecoder(false), nil
+	}
+	return nil, fmt.Errorf("%w: decode.format %q", ErrSpec, d.Format)
+}
+
+// Checkpoint returns a partition's committed position after recovering
+// what crashed attempts left.
+func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoint, error) {
+	if _, err := l.store.Recover(topic, partition); err != nil {
+		return inputformat.Checkpoint{}, fmt.Errorf("jobs: recovering %s/%d: %w", topic, partition, err)
+	}
+	next, err := l.store.NextStart(topic, partition, -1)
+	if err != nil {
+		return inputformat.Checkpoint{}, err
+	}
+	if next < 0 {
+		return inputformat.Checkpoint{}, nil
+	}
+	return inputformat.Checkpoint{Offset: next, Known: true}, nil
+}
+
+// Plan reads the partitions' offsets and cuts the splits of a run.
+func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
+	parts, err := inputformat.ListOffsets(ctx, l.adm, l.spec.Topics(), l.opts.Reader.ReadCommitted)
+	if err != nil {
+		return nil, err
+	}
+	return inputformat.Cut(parts, l.Checkpoint, inputformat.PlanOptions{
+		MaxRecordsPerTask: l.spec.Source.MaxRecordsPerTask,
+		Start:             l.spec.Source.Start,
+		OnOutOfRange:      l.spec.Source.OnOffsetOutOfRange,
+	})
+}
+
+// Plan opens the job, plans it and closes it (for one-shot callers such as
+// `sluice load plan` and the scheduler).
+func Plan(ctx context.Context, spec *Spec) (*inputformat.Plan, error) {
+	l, err := Open(ctx, spec, Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Plan(ctx)
+}
+
+// RunTask opens the job, runs one task and closes it. A caller running
+// many tasks should Open a Loader once and call its RunTask.
+func RunTask(ctx context.Context, spec *Spec, task Task) (TaskReport, error) {
+	l, err := Open(ctx, spec, Options{})
+	if err != nil {
+		return TaskReport{Split: task}, err
+	}
+	defer l.Close()
+	return l.RunTask(ctx, task)
+}
+
+// Run opens the job, runs it once (plan, tasks, report) and closes it.
+func Run(ctx context.Context, spec *Spec, opts Options) (*RunReport, error) {
+	l, err := Open(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Run(ctx)
+}
+
+// schemaCache remembers the mapper's output schema per input schema.
+type schemaCache struct {
+	in  []avro.Schema
+	out []avro.Schema
+}
+
+func (c *schemaCache) get(m Mapper, in avro.Schema) (avro.Schema, error) {
+	for i, s := range c.in {
+		if s == in {
+			return c.out[i], nil
+		}
+	}
+	out, err := m.Schema(in)
+	if err != nil {
+		return nil, err
+	}
+	c.in = append(c.in, in)
+	c.out = append(c.out, out)
+	return out, nil
+}
+
+func sortedSplits(s []inputformat.Split) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Topic != s[j].Topic {
+			return s[i].Topic < s[j].Topic
+		}
+		if s[i].Partition != s[j].Partition {
+			return s[i].Partition < s[j].Partition
+		}
+		return s[i].Start < s[j].Start
+	})
+}

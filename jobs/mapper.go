@@ -1,0 +1,217 @@
+package jobs
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+	"github.com/hamba/avro/v2"
+)
+
+// Header is a Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a decoded log record as a Mapper sees it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte
+	Headers   []Header
+	// Schema types Value (nil for schemaless JSON).
+	Schema avro.Schema
+	// Value holds the decoded fields. A mapper may change and emit it.
+	Value map[string]any
+}
+
+// Mapper turns a decoded record into zero or more rows. One Mapper value
+// serves one task at a time (the runner makes one per task), so it may keep
+// state without locks.
+type Mapper interface {
+	// Schema returns the schema of the rows Map emits for records typed by
+	// in (nil in means schemaless JSON; a nil result is allowed only for
+	// jsonl output). It is called once per distinct input schema.
+	Schema(in avro.Schema) (avro.Schema, error)
+	// Map emits the rows of rec. An error is the record's fault: it is
+	// handled by on_bad_record. emit takes ownership of row.
+	Map(rec *Record, emit func(row map[string]any) error) error
+}
+
+// MapperConfig is what a mapper factory gets from the job spec.
+type MapperConfig struct {
+	// Options is map.options of the spec, as written.
+	Options map[string]any
+	// Select is map.select (the select mapper's configuration).
+	Select *Select
+}
+
+// MapperFactory builds a mapper for one task.
+type MapperFactory func(cfg MapperConfig) (Mapper, error)
+
+var mappers = struct {
+	sync.Mutex
+	byName map[string]MapperFactory
+}{byName: map[string]MapperFactory{}}
+
+// RegisterMapper makes a mapper available to job specs as map.mapper:
+// name. Call it from an init function or from main before running jobs;
+// registering a name twice replaces the first.
+func RegisterMapper(name string, f MapperFactory) {
+	mappers.Lock()
+	defer mappers.Unlock()
+	mappers.byName[name] = f
+}
+
+func lookupMapper(name string) (MapperFactory, bool) {
+	mappers.Lock()
+	defer mappers.Unlock()
+	f, ok := mappers.byName[name]
+	return f, ok
+}
+
+// MapperNames lists the registered mappers, sorted.
+func MapperNames() []string {
+	mappers.Lock()
+	defer mappers.Unlock()
+	out := make([]string, 0, len(mappers.byName))
+	for n := range mappers.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func init() {
+	RegisterMapper("identity", func(MapperConfig) (Mapper, error) { return identity{}, nil })
+	// where is identity; the filter is map.where, applied to every mapper.
+	RegisterMapper("where", func(MapperConfig) (Mapper, error) { return identity{}, nil })
+	RegisterMapper("select", newSelectMapper)
+}
+
+// identity emits the record's value as it is.
+type identity struct{}
+
+func (identity) Schema(in avro.Schema) (avro.Schema, error) { return in, nil }
+func (identity) Map(rec *Record, emit func(map[string]any) error) error {
+	return emit(rec.Value)
+}
+
+// selectMapper keeps and renames top-level fields.
+type selectMapper struct {
+	keep   []string          // empty: all fields
+	rename map[string]string // old → new
+	pairs  [][2]string       // (old, new) of the schema last seen
+	last   avro.Schema
+}
+
+func newSelectMapper(cfg MapperConfig) (Mapper, error) {
+	if cfg.Select == nil || (len(cfg.Select.Keep) == 0 && len(cfg.Select.Rename) == 0) {
+		return nil, fmt.Errorf("%w: map.select: give keep and/or rename", ErrSpec)
+	}
+	return &selectMapper{keep: cfg.Select.Keep, rename: cfg.Select.Rename}, nil
+}
+
+func (m *selectMapper) Schema(in avro.Schema) (avro.Schema, error) {
+	if in == nil {
+		m.pairs = m.pairsFor(nil)
+		return nil, nil
+	}
+	rec, ok := in.(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("%w: map.select needs record values", ErrSpec)
+	}
+	byName := map[string]*avro.Field{}
+	var names []string
+	for _, f := range rec.Fields() {
+		byName[f.Name()] = f
+		names = append(names, f.Name())
+	}
+	m.pairs = m.pairsFor(names)
+	fields := make([]*avro.Field, 0, len(m.pairs))
+	for _, p := range m.pairs {
+		f, ok := byName[p[0]]
+		if !ok {
+			return nil, fmt.Errorf("%w: map.select: field %q is not in the record schema %s (fields: %v)", ErrSpec, p[0], rec.FullName(), names)
+		}
+		var opts []avro.SchemaOption
+		if f.HasDefault() {
+			opts = append(opts, avro.WithDefault(f.Default()))
+		}
+		nf, err := avro.NewField(p[1], f.Type(), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: map.select: %v", ErrSpec, err)
+		}
+		fields = append(fields, nf)
+	}
+	out, err := avro.NewRecordSchema(rec.Name(), rec.Namespace(), fields)
+	if err != nil {
+		return nil, fmt.Errorf("%w: map.select: %v", ErrSpec, err)
+	}
+	m.last = out
+	return out, nil
+}
+
+// pairsFor returns (old, new) names: the kept fields (or all of names) in
+// order, renamed.
+func (m *selectMapper) pairsFor(names []string) [][2]string {
+	src := m.keep
+	if len(src) == 0 {
+		src = names
+	}
+	out := make([][2]string, 0, len(src))
+	for _, n := range src {
+		to := n
+		if r, ok := m.rename[n]; ok {
+			to = r
+		}
+		out = append(out, [2]string{n, to})
+	}
+	return out
+}
+
+func (m *selectMapper) Map(rec *Record, emit func(map[string]any) error) error {
+	pairs := m.pairs
+	if rec.Schema == nil && len(m.keep) == 0 {
+		names := make([]string, 0, len(rec.Value))
+		for k := range rec.Value {
+			names = append(names, k)
+		}
+		pairs = m.pairsFor(names)
+	}
+	row := make(map[string]any, len(pairs))
+	for _, p := range pairs {
+		row[p[1]] = rec.Value[p[0]]
+	}
+	return emit(row)
+}
+
+// where is a compiled map.where filter.
+type where struct {
+	src  string
+	prog *vm.Program
+}
+
+func compileWhere(src string) (*where, error) {
+	p, err := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables())
+	if err != nil {
+		return nil, err
+	}
+	return &where{src: src, prog: p}, nil
+}
+
+// keep evaluates the filter over a row's fields.
+func (w *where) keep(row map[string]any) (bool, error) {
+	out, err := expr.Run(w.prog, row)
+	if err != nil {
+		return false, fmt.Errorf("%w: map.where %q: %v", ErrBadRecord, w.src, err)
+	}
+	b, _ := out.(bool)
+	return b, nil
+}

@@ -1,0 +1,307 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/sluicehq/sluice/inputformat"
+)
+
+// ErrPredecessorFailed reports a task not committed because an earlier
+// split of its partition failed in the same run.
+var ErrPredecessorFailed = errors.New("jobs: an earlier split of the partition failed")
+
+// RunsDir holds the run reports: _sluice/runs/<run id>.json.
+const RunsDir = "_sluice/runs"
+
+// Run plans the job and runs its tasks on a pool of Workers goroutines.
+// Splits of one partition are read and written in parallel but commit in
+// offset order. The first failing task stops the run (tasks already
+// committed stay committed). The report is stored under _sluice/runs/
+// and returned, also when the run fails.
+func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
+	rep := l.newRunReport()
+	plan, err := l.Plan(ctx)
+	if err != nil {
+		return rep, l.finish(rep, err)
+	}
+	rep.Plan = plan.Partitions
+	tasks := interleave(plan.Splits)
+	turns := newTurns(plan.Partitions)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bar *progressbar.ProgressBar
+	if l.opts.Progress != nil {
+		bar = progressbar.NewOptions64(plan.Records(),
+			progressbar.OptionSetWriter(l.opts.Progress),
+			progressbar.OptionSetDescription(fmt.Sprintf("load %s: %d tasks", l.spec.Name, len(tasks))),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rec"),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	progress := func(n int64) {
+		if bar != nil {
+			bar.Add64(n)
+		}
+	}
+
+	queue := make(chan inputformat.Split)
+	results := make([]TaskReport, 0, len(tasks))
+	var mu sync.Mutex // guards results and firstErr
+	var firstErr error
+	var wg sync.WaitGroup
+	for i := 0; i < min(l.opts.Workers, max(len(tasks), 1)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range queue {
+				tr, err := l.runTask(runCtx, s, turns.wait, progress)
+				turns.done(s, err)
+				mu.Lock()
+				results = append(results, tr)
+				if err != nil && firstErr == nil && !errors.Is(err, ErrPredecessorFailed) {
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+dispatch:
+	for _, s := range tasks {
+		select {
+		case queue <- s:
+		case <-runCtx.Done():
+			break dispatch
+		}
+	}
+	close(queue)
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+	}
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	rep.Tasks = results
+	return rep, l.finish(rep, firstErr)
+}
+
+// interleave orders splits round-robin over partitions, each partition's
+// splits in offset order (so a worker waiting for its turn always waits on
+// a split that was handed out earlier).
+func interleave(splits []inputformat.Split) []inputformat.Split {
+	s := append([]inputformat.Split(nil), splits...)
+	sortedSplits(s)
+	type key struct {
+		t string
+		p int32
+	}
+	var order []key
+	by := map[key][]inputformat.Split{}
+	for _, x := range s {
+		k := key{x.Topic, x.Partition}
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], x)
+	}
+	out := make([]inputformat.Split, 0, len(s))
+	for len(out) < len(s) {
+		for _, k := range order {
+			if q := by[k]; len(q) > 0 {
+				out = append(out, q[0])
+				by[k] = q[1:]
+			}
+		}
+	}
+	return out
+}
+
+// turns sequences the commits of each partition within a run.
+type turns struct {
+	mu      sync.Mutex
+	next    map[string]int64 // guarded by mu: the next start allowed to commit
+	failed  map[string]bool  // guarded by mu
+	changed chan struct{}    // guarded by mu: closed and replaced on every change
+}
+
+func tpKey(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
+
+func newTurns(parts []inputformat.PartitionPlan) *turns {
+	t := &turns{next: map[string]int64{}, failed: map[string]bool{}, changed: make(chan struct{})}
+	for _, p := range parts {
+		t.next[tpKey(p.Topic, p.Partition)] = p.Start
+	}
+	return t
+}
+
+func (t *turns) wait(ctx context.Context, s inputformat.Split) error {
+	k := tpKey(s.Topic, s.Partition)
+	for {
+		t.mu.Lock()
+		next, failed, ch := t.next[k], t.failed[k], t.changed
+		t.mu.Unlock()
+		switch {
+		case failed:
+			return fmt.Errorf("%w: %s not committed", ErrPredecessorFailed, s)
+		case next == s.Start:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (t *turns) done(s inputformat.Split, err error) {
+	k := tpKey(s.Topic, s.Partition)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.failed[k] = true
+	} else if t.next[k] == s.Start {
+		t.next[k] = s.End
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// RunReport says what one run did; it is stored as JSON under _sluice/runs/.
+type RunReport struct {
+	ID       string    `json:"id"`
+	Job      string    `json:"job"`
+	Status   string    `json:"status"` // ok | failed
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Duration Duration  `json:"duration"`
+	// Plan is what planning saw and decided per partition (lost ranges
+	// under on_offset_out_of_range: skip are in its Skipped fields).
+	Plan       []inputformat.PartitionPlan `json:"plan"`
+	Partitions []PartitionReport           `json:"partitions"`
+	Tasks      []TaskReport                `json:"tasks"`
+	Totals     Totals                      `json:"totals"`
+	// RecordsPerSecond and InputMBPerSecond are over the run's duration.
+	RecordsPerSecond float64  `json:"records_per_second"`
+	InputMBPerSecond float64  `json:"input_mb_per_second"`
+	Errors           []string `json:"errors,omitempty"`
+}
+
+// Totals are the sums of a run's or a partition's tasks.
+type Totals struct {
+	Tasks        int   `json:"tasks"`
+	RecordsIn    int64 `json:"records_in"`
+	BytesIn      int64 `json:"bytes_in"`
+	RowsOut      int64 `json:"rows_out"`
+	BytesOut     int64 `json:"bytes_out"`
+	Files        int   `json:"files"`
+	Filtered     int64 `json:"filtered"`
+	Skipped      int64 `json:"skipped"`
+	DeadLettered int64 `json:"dead_lettered"`
+}
+
+func (t *Totals) add(r TaskReport) {
+	t.Tasks++
+	t.RecordsIn += r.RecordsIn
+	t.BytesIn += r.BytesIn
+	t.RowsOut += r.RowsOut
+	t.BytesOut += r.BytesOut
+	t.Files += len(r.Files)
+	t.Filtered += r.Filtered
+	t.Skipped += r.Skipped
+	t.DeadLettered += r.DeadLettered
+}
+
+// PartitionReport is one partition's part of a run.
+type PartitionReport struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// From is where the run started; To is the partition's committed
+	// position when the run ended.
+	From       int64     `json:"from"`
+	To         int64     `json:"to"`
+	LastRecord time.Time `json:"last_record,omitempty"`
+	Totals
+	// LostToRetention is the range skipped under on_offset_out_of_range: skip.
+	LostToRetention *inputformat.Range `json:"lost_to_retention,omitempty"`
+}
+
+func (l *Loader) newRunReport() *RunReport {
+	now := l.opts.Clock().UTC()
+	var b [3]byte
+	rand.Read(b[:])
+	return &RunReport{ID: now.Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:]), Job: l.spec.Name, Started: now}
+}
+
+// finish sums the report, stores it and returns err (or the store error).
+func (l *Loader) finish(rep *RunReport, err error) error {
+	rep.Finished = l.opts.Clock().UTC()
+	rep.Duration = Duration(rep.Finished.Sub(rep.Started))
+	rep.Status = "ok"
+	if err != nil {
+		rep.Status = "failed"
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	sort.Slice(rep.Tasks, func(i, j int) bool {
+		a, b := rep.Tasks[i].Split, rep.Tasks[j].Split
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Start < b.Start
+	})
+	idx := map[string]int{}
+	for _, p := range rep.Plan {
+		idx[tpKey(p.Topic, p.Partition)] = len(rep.Partitions)
+		rep.Partitions = append(rep.Partitions, PartitionReport{Topic: p.Topic, Partition: p.Partition, From: p.Start, To: p.Start,
+			LostToRetention: p.Skipped})
+	}
+	for _, t := range rep.Tasks {
+		rep.Totals.add(t)
+		i, ok := idx[tpKey(t.Split.Topic, t.Split.Partition)]
+		if !ok {
+			continue
+		}
+		pr := &rep.Partitions[i]
+		pr.Totals.add(t)
+		if t.LastRecord.After(pr.LastRecord) {
+			pr.LastRecord = t.LastRecord
+		}
+		if t.Error == "" && (t.Won || t.AlreadyCommitted) && pr.To == t.Split.Start {
+			pr.To = t.Split.End
+		}
+	}
+	if secs := time.Duration(rep.Duration).Seconds(); secs > 0 {
+		rep.RecordsPerSecond = float64(rep.Totals.RecordsIn) / secs
+		rep.InputMBPerSecond = float64(rep.Totals.BytesIn) / secs / 1e6
+	}
+	b, merr := json.MarshalIndent(rep, "", "  ")
+	if merr == nil {
+		p := path.Join(RunsDir, rep.ID+".json")
+		if merr = l.fs.MkdirAll(RunsDir); merr == nil {
+			merr = l.fs.WriteExclusive(p, b)
+		}
+	}
+	if merr != nil {
+		merr = fmt.Errorf("jobs: storing the run report: %w", merr)
+		if err == nil {
+			return merr
+		}
+		l.log.Warn("storing the run report", "err", merr)
+	}
+	return err
+}

@@ -1,0 +1,343 @@
+package jobs
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/writers/format"
+)
+
+// Task errors.
+var (
+	// ErrNotReady reports a task whose predecessor in its partition is not
+	// committed yet; run it again later.
+	ErrNotReady = errors.New("jobs: task not ready: the partition's previous split is not committed")
+	// ErrIncomplete reports a reader that ended below its split's end.
+	ErrIncomplete = errors.New("jobs: split not read to its end")
+)
+
+// TaskReport says what one task did.
+type TaskReport struct {
+	Split inputformat.Split `json:"split"`
+	// AlreadyCommitted: another attempt had committed this split.
+	AlreadyCommitted bool `json:"already_committed,omitempty"`
+	// Won: this attempt's commit is the split's output.
+	Won          bool      `json:"won"`
+	Attempt      string    `json:"attempt,omitempty"`
+	RecordsIn    int64     `json:"records_in"`
+	BytesIn      int64     `json:"bytes_in"` // key + value bytes of the records read
+	RowsOut      int64     `json:"rows_out"`
+	BytesOut     int64     `json:"bytes_out"` // bytes of the committed files
+	Files        []string  `json:"files,omitempty"`
+	Filtered     int64     `json:"filtered"`
+	Skipped      int64     `json:"skipped"`
+	DeadLettered int64     `json:"dead_lettered"`
+	LastRecord   time.Time `json:"last_record,omitempty"` // newest log timestamp read
+	Started      time.Time `json:"started"`
+	Duration     Duration  `json:"duration"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Duration is a time.Duration written as text in reports.
+type Duration time.Duration
+
+// MarshalJSON writes "1.5s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "1.5s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	x, err := time.ParseDuration(s)
+	*d = Duration(x)
+	return err
+}
+
+// turnFunc waits until a split may commit (its predecessor committed).
+type turnFunc func(ctx context.Context, s inputformat.Split) error
+
+// RunTask reads the split, decodes, maps and writes its records, and
+// commits them. A split that another attempt committed is reported as
+// AlreadyCommitted. A split whose predecessor is not committed returns
+// ErrNotReady before reading anything.
+func (l *Loader) RunTask(ctx context.Context, task Task) (TaskReport, error) {
+	return l.runTask(ctx, task, l.storeTurn, nil)
+}
+
+// storeTurn checks in the store that the split continues its partition's
+// chain: its start is the newest commit's end, or the partition has none.
+func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
+	cp, err := l.Checkpoint(s.Topic, s.Partition)
+	if err != nil {
+		return err
+	}
+	if cp.Known && cp.Offset != s.Start {
+		return fmt.Errorf("%w: %s, the partition's checkpoint is %d", ErrNotReady, s, cp.Offset)
+	}
+	return nil
+}
+
+func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc, progress func(int64)) (rep TaskReport, err error) {
+	rep = TaskReport{Split: s, Started: l.opts.Clock()}
+	defer func() {
+		rep.Duration = Duration(l.opts.Clock().Sub(rep.Started))
+		if err != nil {
+			rep.Error = err.Error()
+		}
+	}()
+	if ok, err := filesystem.Exists(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start)); err != nil {
+		return rep, err
+	} else if ok {
+		rep.AlreadyCommitted = true
+		return rep, nil
+	}
+	if turn == nil {
+		turn = l.storeTurn
+	}
+	dec, err := l.decoderFor(ctx, s)
+	if err != nil {
+		return rep, err
+	}
+	mapper, err := l.newMapper()
+	if err != nil {
+		return rep, err
+	}
+	rd, err := inputformat.NewReader(l.kcl, s, l.opts.Reader)
+	if err != nil {
+		return rep, err
+	}
+	w, err := writers.NewSplitWriter(l.store, writers.Split{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End},
+		writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
+	if err != nil {
+		return rep, err
+	}
+	rep.Attempt = w.Attempt().ID()
+	t := &taskRun{l: l, rep: &rep, w: w, dec: dec, mapper: mapper, split: s}
+	defer func() {
+		if err != nil {
+			t.abort()
+		}
+	}()
+	for {
+		recs, done, err := rd.Next(ctx)
+		if err != nil {
+			return rep, err
+		}
+		for _, r := range recs {
+			if err := t.record(ctx, r); err != nil {
+				return rep, err
+			}
+		}
+		if progress != nil && len(recs) > 0 {
+			progress(int64(len(recs)))
+		}
+		if done {
+			break
+		}
+	}
+	if rd.Reached() != s.End {
+		return rep, fmt.Errorf("%w: %s reached %d", ErrIncomplete, s, rd.Reached())
+	}
+	if err := t.closeDeadLetters(); err != nil {
+		return rep, err
+	}
+	if err := turn(ctx, s); err != nil {
+		return rep, err
+	}
+	res, err := w.Commit()
+	t.committed = true
+	if err != nil && !res.Won {
+		t.removeDeadLetters()
+		return rep, err
+	}
+	rep.Won = res.Won
+	if !res.Won {
+		t.removeDeadLetters()
+		rep.AlreadyCommitted = true
+	}
+	if res.Manifest != nil && res.Won {
+		for _, f := range res.Manifest.Files {
+			rep.Files = append(rep.Files, f.Final)
+			rep.BytesOut += f.Bytes
+		}
+	}
+	return rep, err // a roll-forward error after a won commit: recovery finishes it
+}
+
+// taskRun is the state of one attempt's record loop.
+type taskRun struct {
+	l         *Loader
+	rep       *TaskReport
+	w         *writers.SplitWriter
+	dec       Decoder
+	mapper    Mapper
+	schemas   schemaCache
+	split     inputformat.Split
+	dl        filesystem.File
+	dlPath    string
+	committed bool
+}
+
+// record handles one log record; a bad record follows on_bad_record.
+func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
+	t.rep.RecordsIn++
+	t.rep.BytesIn += int64(len(r.Key) + len(r.Value))
+	if r.Timestamp.After(t.rep.LastRecord) {
+		t.rep.LastRecord = r.Timestamp
+	}
+	err := t.mapRecord(ctx, r)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) {
+		return err
+	}
+	switch t.l.spec.OnBadRecord {
+	case BadRecordSkip:
+		t.rep.Skipped++
+		return nil
+	case BadRecordDeadLetter:
+		t.rep.DeadLettered++
+		return t.deadLetter(r, err)
+	}
+	return fmt.Errorf("%s offset %d: %w (on_bad_record: fail; nothing of this split was committed)", t.split, r.Offset, err)
+}
+
+func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
+	schema, value, err := t.dec.Decode(ctx, r.Key, r.Value)
+	if err != nil {
+		return err
+	}
+	if w := t.l.where; w != nil {
+		keep, err := w.keep(value)
+		if err != nil {
+			return err
+		}
+		if !keep {
+			t.rep.Filtered++
+			return nil
+		}
+	}
+	out, err := t.schemas.get(t.mapper, schema)
+	if err != nil {
+		return err
+	}
+	rec := &Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: r.Key, Schema: schema, Value: value}
+	if len(r.Headers) > 0 {
+		rec.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	rows := 0
+	err = t.mapper.Map(rec, func(row map[string]any) error {
+		rows++
+		if rows > 1 {
+			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+		}
+		if err := t.w.Write(out, row, meta); err != nil {
+			return err
+		}
+		t.rep.RowsOut++
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) &&
+		!errors.Is(err, writers.ErrSplit) {
+		// A mapper's own error is the record's fault.
+		return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
+	}
+	return err
+}
+
+// deadLetterDir holds dead letters: <dir>/<topic>/<partition>/<start %020d>.<attempt>.jsonl.
+// Only the file of the attempt named in the split's manifest counts.
+const deadLetterDir = "_sluice/dead-letter"
+
+// DeadLetterPath returns where an attempt keeps the dead letters of a split.
+func DeadLetterPath(topic string, partition int32, start int64, attempt string) string {
+	return path.Join(deadLetterDir, topic, fmt.Sprint(partition), fmt.Sprintf("%020d.%s.jsonl", start, attempt))
+}
+
+// DeadLetter is one line of a dead-letter file.
+type DeadLetter struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	Key       string    `json:"key_base64,omitempty"`
+	Value     string    `json:"value_base64"`
+	Error     string    `json:"error"`
+}
+
+func (t *taskRun) deadLetter(r *kgo.Record, cause error) error {
+	if t.dl == nil {
+		t.dlPath = DeadLetterPath(t.split.Topic, t.split.Partition, t.split.Start, t.rep.Attempt)
+		if err := t.l.fs.MkdirAll(path.Dir(t.dlPath)); err != nil {
+			return fmt.Errorf("jobs: dead letters: %w", err)
+		}
+		f, err := t.l.fs.Create(t.dlPath)
+		if err != nil {
+			return fmt.Errorf("jobs: dead letters: %w", err)
+		}
+		t.dl = f
+	}
+	d := DeadLetter{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(),
+		Value: base64.StdEncoding.EncodeToString(r.Value), Error: cause.Error()}
+	if r.Key != nil {
+		d.Key = base64.StdEncoding.EncodeToString(r.Key)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if _, err := t.dl.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("jobs: dead letters: %w", err)
+	}
+	return nil
+}
+
+func (t *taskRun) closeDeadLetters() error {
+	if t.dl == nil {
+		return nil
+	}
+	err := t.dl.Close()
+	t.dl = nil
+	if err != nil {
+		return fmt.Errorf("jobs: dead letters: %w", err)
+	}
+	return nil
+}
+
+func (t *taskRun) removeDeadLetters() {
+	if t.dl != nil {
+		t.dl.Close()
+		t.dl = nil
+	}
+	if t.dlPath != "" {
+		t.l.fs.Remove(t.dlPath)
+	}
+}
+
+func (t *taskRun) abort() {
+	if t.committed {
+		return
+	}
+	t.removeDeadLetters()
+	if err := t.w.Abort(); err != nil {
+		t.l.log.Warn("aborting an attempt", "split", t.split.String(), "err", err)
+	}
+}
