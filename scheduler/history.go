@@ -70,12 +70,12 @@ const (
 )
 
 // historyDir is where a job's runs live under its output root.
-func historyDir(job string) string { return path.Join("_sluice", "runs", job) }
+func historyDir(job string) string { return path.Join("_sluice", "history", job) }
 
 // History is the run history of one job on its output file system:
 //
-//	_sluice/runs/<job>/<run id>.running.json   written when the run starts
-//	_sluice/runs/<job>/<run id>.json           written when it ends (then the
+//	_sluice/history/<job>/<run id>.running.json   written when the run starts
+//	_sluice/history/<job>/<run id>.json           written when it ends (then the
 //	                                           .running file is removed)
 //
 // Run ids start with the scheduled time (20060102T150405Z), so names sort
