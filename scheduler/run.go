@@ -120,6 +120,9 @@ func (s *Scheduler) finish(ctx context.Context, hist *History, job Job, rec RunR
 	s.opts.Metrics.loaded(job.Name, rec.Records, rec.Bytes)
 	args := []any{"state", rec.State, "records", rec.Records, "bytes", rec.Bytes, "tasks", len(rec.Tasks),
 		"skipped_ticks", rec.SkippedTicks, "complete", len(rec.Complete), "duration", rec.Ended.Sub(rec.Started)}
+	if s.opts.OnRunEnd != nil {
+		s.opts.OnRunEnd(rec)
+	}
 	if rec.State == StateSucceeded {
 		log.Info("run ended", args...)
 	} else {
@@ -195,5 +198,8 @@ func (s *Scheduler) runTask(ctx context.Context, run RunRef, job Job, task Task,
 		}
 	}
 	rec.Millis = s.clock.Now().Sub(start).Milliseconds()
+	if s.opts.OnTaskEnd != nil {
+		s.opts.OnTaskEnd(run, rec)
+	}
 	return rec
 }

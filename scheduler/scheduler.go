@@ -84,6 +84,10 @@ type Options struct {
 	Metrics *Metrics
 	// Name identifies this scheduler in run records (default host/pid).
 	Name string
+	// OnTaskEnd and OnRunEnd, when set, are called as each task and each
+	// run ends (progress displays); they must not block.
+	OnTaskEnd func(run RunRef, task TaskRecord)
+	OnRunEnd  func(run RunRecord)
 }
 
 // Scheduler runs jobs on their schedules. Run owns its state machine; the
