@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/internal/rangeload"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -27,13 +29,45 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	sched  *scheduler.Scheduler
+	reg    *prometheus.Registry
+}
+
+// metric returns the value of a metric with the given labels (0 if absent).
+func (h *harness) metric(name string, labels map[string]string) float64 {
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
 }
 
 func (h *harness) start() {
 	h.t.Helper()
+	h.reg = prometheus.NewRegistry()
 	s, err := scheduler.New(scheduler.Options{Engine: h.engine, JobsDir: h.jobs, Workers: 3, Clock: h.clock,
 		ScanInterval: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: scheduler.NewMetrics(nil, h.clock)})
+		Metrics: scheduler.NewMetrics(h.reg, h.clock)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -179,6 +213,22 @@ func TestEmbeddedTicks(t *testing.T) {
 	r = h.ended("pv-hourly", 4)[3]
 	if r.State != scheduler.StateSucceeded || r.SkippedTicks != 2 || r.Records != 10 {
 		t.Fatalf("overlapped run: %+v", r)
+	}
+	job := map[string]string{"job": "pv-hourly"}
+	for name, want := range map[string]float64{
+		"sluice_scheduler_ticks_skipped_total":        2,
+		"sluice_loaded_records_total":                 290,
+		"sluice_scheduler_run_duration_seconds":       4,
+		"sluice_complete_directories_total":           2,
+		"sluice_scheduler_seconds_since_last_success": 0,
+		"sluice_partition_lag_records":                0,
+	} {
+		if got := h.metric(name, job); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := h.metric("sluice_scheduler_runs_total", map[string]string{"job": "pv-hourly", "state": "succeeded"}); got != 4 {
+		t.Errorf("runs succeeded = %v, want 4", got)
 	}
 
 	// Downtime: stop, let 5 minutes (150 ticks) pass, start again: one
