@@ -110,10 +110,25 @@ func (h *harness) ended(job string, n int) []scheduler.RunRecord {
 		}
 		return len(got) >= n
 	})
+	h.idle()
 	if len(got) != n {
 		h.t.Fatalf("want %d ended runs, have %d: %+v", n, len(got), got)
 	}
 	return got
+}
+
+// idle waits until no run is in flight (a run's end record is written
+// just before the scheduler forgets the run).
+func (h *harness) idle() {
+	h.t.Helper()
+	waitFor(h.t, "no run in flight", func() bool {
+		for _, st := range h.sched.Status() {
+			if st.Running != "" {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (h *harness) success(dir string) (scheduler.SuccessRecord, bool) {
@@ -268,6 +283,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		runs = h.runs("pv")
 		return len(runs) == 1 && runs[0].State != scheduler.StateRunning
 	})
+	h.idle()
 	r := runs[0]
 	if r.State != scheduler.StateSucceeded || r.Records != 60 {
 		t.Fatalf("run: %+v", r)
@@ -286,6 +302,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		runs = h.runs("pv")
 		return len(runs) == 2 && runs[1].State != scheduler.StateRunning
 	})
+	h.idle()
 	r = runs[1]
 	if r.State != scheduler.StateFailed || !strings.Contains(r.Error, "injected failure") || len(r.Tasks) != 2 {
 		t.Fatalf("run: %+v", r)
@@ -298,7 +315,17 @@ func TestEmbeddedRetries(t *testing.T) {
 	// The next tick resumes from the checkpoint.
 	h.engine.set(func(f *faultEngine) { f.failAll, f.failFirst = false, 0 })
 	h.clock.Set(time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC))
-	r = h.ended("pv", 3)[2]
+	waitFor(t, "the resumed run", func() bool {
+		h.nudge(time.Date(2026, 12, 1, 13, 30, 0, 0, time.UTC))
+		runs = h.runs("pv")
+		return len(runs) == 3 && runs[2].State != scheduler.StateRunning
+	})
+	r = runs[2]
+	for _, tr := range r.Tasks {
+		if tr.Attempts > 1 {
+			t.Logf("resumed run: task %s took %d attempts (%s)", tr.Task, tr.Attempts, tr.Error)
+		}
+	}
 	if r.State != scheduler.StateSucceeded || r.Records != 20 {
 		t.Fatalf("resumed run: %+v", r)
 	}

@@ -142,6 +142,13 @@ func (h *History) List() ([]RunRecord, error) {
 			continue
 		}
 		b, err := filesystem.ReadFile(h.fs, path.Join(dir, e.Name))
+		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && errors.Is(err, filesystem.ErrNotExist) {
+			// The run ended since the listing: its end record exists now.
+			b, err = filesystem.ReadFile(h.fs, path.Join(dir, id+".json"))
+		}
+		if errors.Is(err, filesystem.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
 		}
