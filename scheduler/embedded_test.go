@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/internal/rangeload"
+	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -154,8 +155,8 @@ func (h *harness) nudge(limit time.Time) {
 }
 
 func newHarness(t *testing.T) *harness {
-	addr := startBroker(t)
-	createTopic(t, addr, "pv", 2)
+	addr := schedtest.StartBroker(t)
+	schedtest.CreateTopic(t, addr, "pv", 2)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	h := &harness{t: t, clock: scheduler.NewManualClock(t0), engine: &faultEngine{Engine: &rangeload.Engine{}},
 		jobs: t.TempDir(), out: t.TempDir(), addr: addr}
@@ -174,8 +175,8 @@ func TestEmbeddedTicks(t *testing.T) {
 	h := newHarness(t)
 	t0 := h.clock.Now()
 	// 2 partitions × 60 records in hour 08 and 60 in hour 09.
-	produce(t, h.addr, "pv", 2, 0, 60, t0.Add(-2*time.Hour), time.Second)
-	produce(t, h.addr, "pv", 2, 60, 60, t0.Add(-time.Hour), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 0, 60, t0.Add(-2*time.Hour), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 60, 60, t0.Add(-time.Hour), time.Second)
 	writeSpec(t, h.jobs, "pv-hourly", h.addr, "pv", h.out, "@every 2s", "")
 	h.start()
 
@@ -196,8 +197,8 @@ func TestEmbeddedTicks(t *testing.T) {
 	}
 
 	// New records (late ones for 09, and 10): the next tick loads only them.
-	produce(t, h.addr, "pv", 2, 120, 10, t0.Add(-30*time.Minute), time.Second)
-	produce(t, h.addr, "pv", 2, 130, 10, t0, time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 120, 10, t0.Add(-30*time.Minute), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 130, 10, t0, time.Second)
 	h.clock.Advance(2 * time.Second)
 	r = h.ended("pv-hourly", 2)[1]
 	if r.State != scheduler.StateSucceeded || r.Records != 40 {
@@ -216,7 +217,7 @@ func TestEmbeddedTicks(t *testing.T) {
 	// Overlap: hold the next run's tasks; two ticks pass while it runs.
 	gate, entered := make(chan struct{}), make(chan scheduler.Task, 16)
 	h.engine.set(func(f *faultEngine) { f.gate, f.entered = gate, entered })
-	produce(t, h.addr, "pv", 2, 140, 5, t0.Add(10*time.Minute), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 140, 5, t0.Add(10*time.Minute), time.Second)
 	h.clock.Advance(2 * time.Second)
 	<-entered
 	h.clock.Advance(2 * time.Second)
@@ -256,12 +257,12 @@ func TestEmbeddedTicks(t *testing.T) {
 		t.Fatalf("after downtime: %d runs, last scheduled %v (now %v)", len(runs), runs[4].Scheduled, h.clock.Now())
 	}
 	h.stop()
-	for id, n := range readOutput(t, h.out) {
+	for id, n := range schedtest.LoadedIDs(h.out) {
 		if n != 1 {
 			t.Errorf("record %s loaded %d times", id, n)
 		}
 	}
-	if got := len(readOutput(t, h.out)); got != 290 {
+	if got := len(schedtest.LoadedIDs(h.out)); got != 290 {
 		t.Fatalf("%d distinct records loaded, want 290", got)
 	}
 }
@@ -271,7 +272,7 @@ func TestEmbeddedTicks(t *testing.T) {
 // next tick resumes from the checkpoint.
 func TestEmbeddedRetries(t *testing.T) {
 	h := newHarness(t)
-	produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
 	writeSpec(t, h.jobs, "pv", h.addr, "pv", h.out, "@hourly", "retry:\n  max_attempts: 3\n  backoff: 1s\n")
 	h.engine.set(func(f *faultEngine) { f.failFirst = 2 })
 	h.start()
@@ -294,7 +295,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		}
 	}
 	// Every attempt fails: the run fails with the reason per task.
-	produce(t, h.addr, "pv", 2, 30, 10, h.clock.Now().Add(-time.Hour), time.Second)
+	schedtest.Produce(t, h.addr, "pv", 2, 30, 10, h.clock.Now().Add(-time.Hour), time.Second)
 	h.engine.set(func(f *faultEngine) { f.failAll = true })
 	h.clock.Set(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	waitFor(t, "a failed run", func() bool {
@@ -330,7 +331,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		t.Fatalf("resumed run: %+v", r)
 	}
 	h.stop()
-	if got := len(readOutput(t, h.out)); got != 80 {
+	if got := len(schedtest.LoadedIDs(h.out)); got != 80 {
 		t.Fatalf("%d records loaded, want 80", got)
 	}
 }

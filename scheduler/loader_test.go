@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 )
 
 // TestLoaderEngine: the scheduler drives sluice's loader (package jobs):
@@ -17,7 +18,7 @@ func TestLoaderEngine(t *testing.T) {
 	h := newHarness(t)
 	h.engine.Engine = &scheduler.LoaderEngine{}
 	t0 := h.clock.Now()
-	produce(t, h.addr, "pv", 2, 0, 40, t0.Add(-2*time.Hour), time.Minute)
+	schedtest.Produce(t, h.addr, "pv", 2, 0, 40, t0.Add(-2*time.Hour), time.Minute)
 	spec := fmt.Sprintf(`name: pv-loader
 source:
   bootstrap: [%s]

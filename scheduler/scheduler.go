@@ -140,8 +140,11 @@ func New(opts Options) (*Scheduler, error) {
 	if opts.OpenFS == nil {
 		opts.OpenFS = filesystem.Open
 	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
 	if opts.Dispatcher == nil {
-		opts.Dispatcher = NewLocalPool(opts.Engine, max(opts.Workers, 2))
+		opts.Dispatcher = NewLocalPool(opts.Engine, opts.Workers)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

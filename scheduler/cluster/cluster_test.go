@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,11 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/server"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/cluster"
 	"github.com/sluicehq/sluice/scheduler/internal/rangeload"
+	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -141,18 +138,7 @@ func TestCluster(t *testing.T) {
 	zks := zkharness.Start(t)
 	connect := zks.Connect("/sluice-test")
 
-	srv, err := server.New(server.Options{DataDir: t.TempDir(), Config: config.Default(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := ln.Addr().String()
+	addr := schedtest.StartBroker(t)
 
 	const partitions, perPartition = 3, 240
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -237,7 +223,7 @@ func TestCluster(t *testing.T) {
 				adopted = r
 			}
 		}
-		return adopted.ID != "" && len(loaded(t, out)) == partitions*perPartition
+		return adopted.ID != "" && len(schedtest.LoadedIDs(out)) == partitions*perPartition
 	})
 	if newLeader, _ := leaderName(zc, chroot); newLeader == leader || newLeader == "" {
 		t.Fatalf("leader after the kill: %q (killed %q)", newLeader, leader)
@@ -251,7 +237,7 @@ func TestCluster(t *testing.T) {
 	if total != partitions*perPartition {
 		t.Errorf("the runs report %d records committed, want %d", total, partitions*perPartition)
 	}
-	for id, n := range loaded(t, out) {
+	for id, n := range schedtest.LoadedIDs(out) {
 		if n != 1 {
 			t.Errorf("record %s loaded %d times", id, n)
 		}
@@ -261,28 +247,6 @@ func TestCluster(t *testing.T) {
 func leaderName(zc *zk.Conn, chroot string) (string, error) {
 	b, _, err := zc.Get(chroot + "/leader")
 	return string(b), err
-}
-
-// loaded returns every record id in the output with its count.
-func loaded(t *testing.T, out string) map[string]int {
-	seen := map[string]int{}
-	filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".jsonl") || strings.Contains(p, "_sluice") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil // moved meanwhile
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var v map[string]any
-			if json.Unmarshal([]byte(line), &v) == nil {
-				seen[fmt.Sprint(v["id"])]++
-			}
-		}
-		return nil
-	})
-	return seen
 }
 
 type quiet struct{}
