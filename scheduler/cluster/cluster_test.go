@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/cluster"
@@ -141,27 +138,9 @@ func TestCluster(t *testing.T) {
 	addr := schedtest.StartBroker(t)
 
 	const partitions, perPartition = 3, 240
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, nil, "pv"); err != nil {
-		t.Fatal(err)
-	}
+	schedtest.CreateTopic(t, addr, "pv", partitions)
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
-	var recs []*kgo.Record
-	for p := int32(0); p < partitions; p++ {
-		for i := 0; i < perPartition; i++ {
-			v, _ := json.Marshal(map[string]string{"id": fmt.Sprintf("%d-%d", p, i)})
-			recs = append(recs, &kgo.Record{Topic: "pv", Partition: p, Value: v, Timestamp: t0.Add(time.Duration(i) * 30 * time.Second)})
-		}
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	cl.Close()
+	schedtest.Produce(t, addr, "pv", partitions, 0, perPartition, t0, 30*time.Second)
 
 	jobs, out := t.TempDir(), t.TempDir()
 	spec := fmt.Sprintf("name: pv\nsource:\n  bootstrap: [%s]\n  topics: [pv]\n  max_records_per_task: 80\n"+
@@ -241,6 +220,39 @@ func TestCluster(t *testing.T) {
 		if n != 1 {
 			t.Errorf("record %s loaded %d times", id, n)
 		}
+	}
+
+	// A zombie: stop (SIGSTOP) the worker of a claimed task of the next run
+	// until its session expires and another worker re-runs the task, then let
+	// it go on. Its late commit loses to the manifest already created.
+	schedtest.Produce(t, addr, "pv", partitions, perPartition, 160, t0.Add(2*time.Hour), time.Second)
+	waitFor(t, "a claimed task of the next run", 90*time.Second, func() bool {
+		claimed, victim = owner("/claims")
+		return victim != "" && procs[victim] != nil && !procs[victim].exited()
+	})
+	zombie := procs[victim]
+	t.Logf("stopping %s while it runs %s", victim, claimed)
+	zombie.cmd.Process.Signal(syscall.SIGSTOP)
+	waitFor(t, "the other worker to load everything", 90*time.Second, func() bool {
+		return len(schedtest.LoadedIDs(out)) == partitions*(perPartition+160)
+	})
+	zombie.cmd.Process.Signal(syscall.SIGCONT)
+	waitFor(t, "the zombie to finish its attempt", 60*time.Second, func() bool {
+		return strings.Contains(zombie.out.String(), "msg=\"task done\"") && strings.Contains(zombie.out.String(), "committed=false")
+	})
+	for id, n := range schedtest.LoadedIDs(out) {
+		if n != 1 {
+			t.Errorf("after the zombie: record %s loaded %d times", id, n)
+		}
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
