@@ -264,3 +264,15 @@ func leaderName(zc *zk.Conn, chroot string) (string, error) {
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
+
+// TestZooKeeperMissing: without Debian's zookeeper jars the harness fails
+// with the install step, it never skips.
+func TestZooKeeperMissing(t *testing.T) {
+	saved := zkharness.JarDir
+	zkharness.JarDir = t.TempDir()
+	defer func() { zkharness.JarDir = saved }()
+	_, err := zkharness.StartProcess(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "make deps-zk") {
+		t.Fatalf("err = %v, want one naming make deps-zk", err)
+	}
+}
