@@ -237,9 +237,20 @@ func TestCluster(t *testing.T) {
 		return len(schedtest.LoadedIDs(out)) == partitions*(perPartition+160)
 	})
 	zombie.cmd.Process.Signal(syscall.SIGCONT)
-	waitFor(t, "the zombie to finish its attempt", 60*time.Second, func() bool {
-		return strings.Contains(zombie.out.String(), "msg=\"task done\"") && strings.Contains(zombie.out.String(), "committed=false")
+	task := strings.Split(claimed, "~")[1]
+	var done string
+	waitFor(t, "the zombie to finish its attempt of "+task, 60*time.Second, func() bool {
+		for _, line := range strings.Split(zombie.out.String(), "\n") {
+			if strings.Contains(line, `msg="task done"`) && strings.Contains(line, "task="+task+" ") {
+				done = line
+			}
+		}
+		return done != ""
 	})
+	t.Logf("the zombie's attempt ended: %s", strings.TrimSpace(done))
+	if !strings.Contains(done, "committed=false") {
+		t.Logf("the zombie had committed before it was stopped; the re-run lost instead")
+	}
 	for id, n := range schedtest.LoadedIDs(out) {
 		if n != 1 {
 			t.Errorf("after the zombie: record %s loaded %d times", id, n)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -55,11 +56,15 @@ func (d *Coordinator) Dispatch(ctx context.Context, run scheduler.RunRef, job sc
 	queued := false
 	for {
 		ok, _, ch, err := d.c.zk.ExistsW(d.c.p("/results/" + name))
-		if err != nil {
-			if ctx.Err() != nil {
+		if err != nil { // the connection dropped for a moment: watch again
+			pause(ctx, d.c.Expired(), 200*time.Millisecond)
+			switch {
+			case ctx.Err() != nil:
 				return scheduler.TaskReport{}, ctx.Err()
+			case isClosed(d.c.Expired()):
+				return scheduler.TaskReport{}, scheduler.ErrNotLeader
 			}
-			return scheduler.TaskReport{}, fmt.Errorf("cluster: watching the result of %s: %w", name, err)
+			continue
 		}
 		if ok {
 			return d.result(name)
@@ -67,7 +72,8 @@ func (d *Coordinator) Dispatch(ctx context.Context, run scheduler.RunRef, job sc
 		if !queued {
 			_, err := d.c.zk.Create(d.c.p("/queue/"+name), data, 0, zk.WorldACL(zk.PermAll))
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return scheduler.TaskReport{}, fmt.Errorf("cluster: queueing %s: %w", name, err)
+				pause(ctx, d.c.Expired(), 200*time.Millisecond)
+				continue // queue it again (an existing node is fine)
 			}
 			queued = true
 		}

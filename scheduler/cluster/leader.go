@@ -42,18 +42,26 @@ func RunScheduler(ctx context.Context, opts SchedulerOptions) error {
 		opts.Name = opts.Scheduler.Name
 	}
 	log := opts.Logger.With("scheduler", opts.Name)
+	first := true
 	for ctx.Err() == nil {
 		c, err := Dial(opts.Connect, opts.SessionTimeout, log)
 		if err != nil {
-			return err
+			if first || errors.Is(err, ErrConfig) {
+				return err
+			}
+			log.Warn("cannot reach ZooKeeper; retrying", "err", err)
+			pause(ctx, nil, time.Second)
+			continue
 		}
+		first = false
 		err = lead(ctx, c, opts, log)
 		c.Close()
-		if err != nil && ctx.Err() == nil {
-			return err
+		if errors.Is(err, scheduler.ErrJob) {
+			return err // a configuration error: retrying does not help
 		}
 		if ctx.Err() == nil {
-			log.Warn("lost the ZooKeeper session; rejoining the election")
+			log.Warn("rejoining the election", "err", err)
+			pause(ctx, nil, 500*time.Millisecond)
 		}
 	}
 	return nil

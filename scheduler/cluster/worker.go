@@ -47,19 +47,35 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 	}
 	w := &worker{opts: opts, log: opts.Logger.With("worker", opts.Name), running: map[string]bool{},
 		done: make(chan string, opts.Tasks)}
+	first := true
 	for ctx.Err() == nil {
 		c, err := Dial(opts.Connect, opts.SessionTimeout, w.log)
 		if err != nil {
-			return err
+			if first || errors.Is(err, ErrConfig) {
+				return err
+			}
+			w.log.Warn("cannot reach ZooKeeper; retrying", "err", err)
+			pause(ctx, nil, time.Second)
+			continue
 		}
-		err = w.serve(ctx, c)
+		first = false
+		w.serve(ctx, c)
 		c.Close()
-		if err != nil && ctx.Err() == nil {
-			return err
-		}
 	}
 	w.drain()
 	return nil
+}
+
+// pause waits d, or less when ctx ends or stop closes (network backoff,
+// in wall-clock time).
+func pause(ctx context.Context, stop <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-stop:
+	}
 }
 
 type worker struct {
@@ -69,6 +85,15 @@ type worker struct {
 	done    chan string
 }
 
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 func (w *worker) drain() {
 	for len(w.running) > 0 {
 		delete(w.running, <-w.done)
@@ -76,19 +101,36 @@ func (w *worker) drain() {
 }
 
 // serve registers on c and claims work until c's session ends or ctx ends.
-func (w *worker) serve(ctx context.Context, c *Conn) error {
-	if _, err := c.zk.Create(c.p("/workers/"+w.opts.Name), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
-		return fmt.Errorf("cluster: registering worker %s: %w (is another worker using this name?)", w.opts.Name, err)
+// ZooKeeper errors (a connection lost for a moment) are retried; only the
+// end of the session ends serve.
+func (w *worker) serve(ctx context.Context, c *Conn) {
+	for {
+		_, err := c.zk.Create(c.p("/workers/"+w.opts.Name), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			break
+		}
+		// ErrNodeExists: our previous session's node lingers until it
+		// expires (or another worker uses this name).
+		w.log.Warn("cannot register the worker yet; retrying", "err", err)
+		pause(ctx, c.Expired(), time.Second)
+		if ctx.Err() != nil || isClosed(c.Expired()) {
+			return
+		}
 	}
 	w.log.Info("worker registered", "tasks", w.opts.Tasks)
 	for {
 		queued, _, qch, err := c.zk.ChildrenW(c.p("/queue"))
-		if err != nil {
-			return fmt.Errorf("cluster: watching the queue: %w", err)
+		var cch <-chan zk.Event
+		if err == nil {
+			_, _, cch, err = c.zk.ChildrenW(c.p("/claims"))
 		}
-		_, _, cch, err := c.zk.ChildrenW(c.p("/claims"))
 		if err != nil {
-			return fmt.Errorf("cluster: watching the claims: %w", err)
+			w.log.Warn("cannot watch the queue; retrying", "err", err)
+			pause(ctx, c.Expired(), 500*time.Millisecond)
+			if ctx.Err() != nil || isClosed(c.Expired()) {
+				return
+			}
+			continue
 		}
 		sort.Strings(queued)
 		for _, name := range queued {
@@ -108,10 +150,10 @@ func (w *worker) serve(ctx context.Context, c *Conn) error {
 		case <-poll.C:
 		case <-ctx.Done():
 			poll.Stop()
-			return nil
+			return
 		case <-c.Expired():
 			poll.Stop()
-			return nil
+			return
 		}
 		poll.Stop()
 	}
