@@ -31,8 +31,9 @@ import (
 // per-partition cursor. The state is kept under
 // _sluice/completeness/<job>/<seq %020d>.json, each version created
 // exclusively (a crash leaves the previous one readable). A complete
-// directory gets _SUCCESS.json ({"records": n, ...}) and then the empty
-// _SUCCESS; every directory from the first one loaded onwards is marked,
+// directory gets _SUCCESS.json ({"records": n, ...}) and then _SUCCESS
+// with the same JSON (not empty, as Hadoop's S3A committers do: the HDFS
+// client cannot close an empty file, see writers/filesystem); every directory from the first one loaded onwards is marked,
 // an empty hour included (created with records 0), so that downstream
 // jobs waiting for an hour never wait forever.
 
@@ -285,7 +286,7 @@ func (c *completeness) mark(dir string, start, end time.Time, records int64, run
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{SuccessInfo, b}, {SuccessMarker, nil}} {
+	}{{SuccessInfo, b}, {SuccessMarker, b}} {
 		if err := c.fs.WriteExclusive(path.Join(dir, f.name), f.data); err != nil && !errors.Is(err, filesystem.ErrExist) {
 			return fmt.Errorf("scheduler: marking %s complete: %w", dir, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -67,7 +66,7 @@ func (h *harness) start() {
 	h.t.Helper()
 	h.reg = prometheus.NewRegistry()
 	s, err := scheduler.New(scheduler.Options{Engine: h.engine, JobsDir: h.jobs, Workers: 3, Clock: h.clock,
-		ScanInterval: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ScanInterval: time.Second, Logger: slog.New(slog.NewTextHandler(testLog(), nil)),
 		Metrics: scheduler.NewMetrics(h.reg, h.clock)})
 	if err != nil {
 		h.t.Fatal(err)
@@ -86,7 +85,7 @@ func (h *harness) stop() {
 }
 
 func (h *harness) runs(job string) []scheduler.RunRecord {
-	fs, err := filesystem.Open("file://" + h.out)
+	fs, err := filesystem.Open(outputURI(h.out))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,16 +28,24 @@ partition:
   time_field: "@timestamp"
   timezone: UTC
 output:
-  uri: file://%s
+  uri: %s
   format: jsonl
 schedule: %q
 allowed_lateness: 10m
-%s`, name, addr, topic, out, schedule, extra)
+%s`, name, addr, topic, outputURI(out), schedule, extra)
 	p := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(p, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// outputURI is out as an output URI (a local directory, or an hdfs:// URI as is).
+func outputURI(out string) string {
+	if strings.Contains(out, "://") {
+		return out
+	}
+	return "file://" + out
 }
 
 // waitFor polls cond until it holds or 60 s pass.
@@ -89,4 +99,13 @@ func (f *faultEngine) set(fn func(f *faultEngine)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
+}
+
+// testLog is where the scheduler under test logs: stderr with
+// SLUICE_TEST_LOG=1, else nowhere.
+func testLog() io.Writer {
+	if os.Getenv("SLUICE_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }
