@@ -226,9 +226,13 @@ func TestCluster(t *testing.T) {
 	// until its session expires and another worker re-runs the task, then let
 	// it go on. Its late commit loses to the manifest already created.
 	schedtest.Produce(t, addr, "pv", partitions, perPartition, 160, t0.Add(2*time.Hour), time.Second)
-	waitFor(t, "a claimed task of the next run", 90*time.Second, func() bool {
+	waitFor(t, "a task of the next run started by its worker", 90*time.Second, func() bool {
 		claimed, victim = owner("/claims")
-		return victim != "" && procs[victim] != nil && !procs[victim].exited()
+		if victim == "" || procs[victim] == nil || procs[victim].exited() {
+			return false
+		}
+		task := strings.Split(claimed, "~")[1]
+		return strings.Contains(procs[victim].out.String(), `msg="task claimed" worker=`+victim+` job=pv run=`+strings.Split(claimed, "~")[0]+` task=`+task+` `)
 	})
 	zombie := procs[victim]
 	t.Logf("stopping %s while it runs %s", victim, claimed)
