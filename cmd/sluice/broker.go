@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/schemaregistry"
 	"github.com/sluicehq/sluice/broker/server"
 )
 
@@ -24,6 +25,7 @@ func init() { extraCommands = append(extraCommands, newBrokerCommand) }
 func newBrokerCommand() *cobra.Command {
 	var (
 		dataDir, listen, configFile, metricsListen, zookeeper, logLevel string
+		registryListen                                                  string
 		nodeID                                                          int32
 	)
 	cmd := &cobra.Command{
@@ -97,6 +99,15 @@ shuts down cleanly.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", ln.Addr())
 			serveErr := make(chan error, 1)
 			go func() { serveErr <- srv.Serve(ln) }()
+			if registryListen != "" { // the schema registry, stored in this broker's _schemas topic
+				stopRegistry, err := startRegistry(cmd.Context(), cmd.OutOrStdout(), registryListen,
+					schemaregistry.Options{Bootstrap: []string{ln.Addr().String()}, Logger: logger})
+				if err != nil {
+					_ = srv.Shutdown(context.Background())
+					return fmt.Errorf("broker: --registry-listen %s: %w", registryListen, err)
+				}
+				defer func() { _ = stopRegistry() }()
+			}
 			var runErr error
 			select {
 			case sig := <-sigs:
@@ -123,5 +134,6 @@ shuts down cleanly.`,
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9404)")
 	f.StringVar(&zookeeper, "zookeeper", "", "ZooKeeper HOSTS/chroot for cluster mode (not available yet)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&registryListen, "registry-listen", "", "also serve the schema registry REST API on this address (e.g. 127.0.0.1:8081), stored in this broker's _schemas topic")
 	return cmd
 }

@@ -1,0 +1,265 @@
+package schemaregistry
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// maxWriteAttempts bounds how often one write retries after losing a race
+// with another instance.
+const maxWriteAttempts = 16
+
+// maxSchemaBytes bounds a schema's canonical text, so that its record stays
+// below the broker's default message.max.bytes (1 MiB) once JSON-escaped.
+const maxSchemaBytes = 512 << 10
+
+// writeError turns a store failure into the answer a client sees.
+func writeError(err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{code: codeOperationTimeout, message: "Timed out waiting for the _schemas topic; check that the broker is up and retry", cause: err}
+	default:
+		return storeError(err)
+	}
+}
+
+// register adds ps to subject and returns its id: the id of the live
+// version that already holds the same schema, else a new version whose id
+// is the schema's global id (shared with other subjects) or a new one.
+func (s *store) register(ctx context.Context, subject string, ps parsedSchema) (int, error) {
+	if n := len(ps.canonical); n > maxSchemaBytes {
+		return 0, errorf(codeSchemaTooLarge, "Schema is too large: %d bytes in canonical form, more than %d", n, maxSchemaBytes)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for range maxWriteAttempts {
+		if err := s.sync(ctx); err != nil {
+			return 0, writeError(err)
+		}
+		var (
+			d     registration
+			nonce = uuid.NewString()
+		)
+		s.view(func(st *state) { d = decideRegister(st, subject, ps, nonce) })
+		if d.err != nil {
+			return 0, d.err
+		}
+		if d.record == nil {
+			return d.id, nil
+		}
+		if err := s.produce(ctx, *d.record); err != nil {
+			return 0, writeError(err)
+		}
+		won := false
+		s.view(func(st *state) { _, won = st.byNonce[nonce] })
+		if won {
+			return d.id, nil
+		}
+		s.metrics.raceLost.Inc()
+	}
+	return 0, errorf(codeStoreError, "Gave up registering under subject '%s' after %d attempts: other registry instances kept writing first; retry", subject, maxWriteAttempts)
+}
+
+// registration is what registering a schema decides from a view of the
+// state: an error, or the id, and the record to write when the schema is
+// not already a live version of the subject.
+type registration struct {
+	id     int
+	record *logRecord
+	err    *apiError
+}
+
+func decideRegister(st *state, subject string, ps parsedSchema, nonce string) registration {
+	var existing []parsedSchema
+	if sub := st.subjects[subject]; sub != nil {
+		for _, v := range sub.versions {
+			if v.deleted {
+				continue
+			}
+			e := st.schemas[v.id]
+			if e.schema.canonical == ps.canonical {
+				return registration{id: v.id}
+			}
+			existing = append(existing, e.schema)
+		}
+	}
+	if reasons := checkCompatible(st.level(subject), ps, existing); len(reasons) > 0 {
+		return registration{err: errorf(codeIncompatibleSchema, "Schema being registered is incompatible with an earlier schema for subject \"%s\", details: [%s]", subject, strings.Join(reasons, "; "))}
+	}
+	id, version := st.idFor(ps), st.nextVersion(subject)
+	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Schema: ps.canonical}}}
+}
+
+// deleteVersion soft-deletes (or, when permanent, hard-deletes an already
+// soft-deleted) version of subject and returns its number. version -1 is
+// the latest.
+func (s *store) deleteVersion(ctx context.Context, subject string, version int, permanent bool) (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		return 0, writeError(err)
+	}
+	var (
+		recs []logRecord
+		num  int
+		aerr *apiError
+	)
+	s.view(func(st *state) { num, recs, aerr = decideDeleteVersion(st, subject, version, permanent) })
+	if aerr != nil {
+		return 0, aerr
+	}
+	if err := s.produce(ctx, recs...); err != nil {
+		return 0, writeError(err)
+	}
+	return num, nil
+}
+
+// decideDeleteVersion applies Confluent's rules: a soft delete needs a live
+// version, a permanent one a soft-deleted version.
+func decideDeleteVersion(st *state, subject string, version int, permanent bool) (int, []logRecord, *apiError) {
+	sub := st.subjects[subject]
+	if sub == nil || !permanent && sub.live() == 0 {
+		return 0, nil, subjectNotFound(subject)
+	}
+	v := sub.find(version, permanent)
+	if v == nil {
+		v = sub.find(version, true)
+	}
+	switch {
+	case v == nil:
+		return 0, nil, versionNotFound(subject, version)
+	case !permanent && v.deleted:
+		return 0, nil, errorf(codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", subject, v.number)
+	case permanent && !v.deleted:
+		return 0, nil, errorf(codeVersionNotSoftDeleted, "Subject '%s' Version %d was not deleted first before being permanently deleted", subject, v.number)
+	case permanent:
+		return v.number, append(loserTombstones(st), hardDeleteRecords(st, v)...), nil
+	default:
+		return v.number, []logRecord{softDeleteRecord(v)}, nil
+	}
+}
+
+func softDeleteRecord(v *version) logRecord {
+	return logRecord{deleteVersionKey(v.subject, v.number, v.nonce), deleteVersionValue{Subject: v.subject, Version: v.number, Nonce: v.nonce}}
+}
+
+// loserTombstones are tombstones for the registrations that lost a race and
+// have none yet. A permanent delete writes them before its own: a winner's
+// record is then never tombstoned (and compacted away) while a loser it beat
+// could still be read without its tombstone and taken for a winner.
+func loserTombstones(st *state) []logRecord {
+	var recs []logRecord
+	for _, key := range st.rejected {
+		recs = append(recs, logRecord{key: key})
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].key.Nonce < recs[j].key.Nonce })
+	return recs
+}
+
+// hardDeleteRecords are the records that remove a soft-deleted version:
+// the id's marker (so the id is never reused), then tombstones.
+func hardDeleteRecords(st *state, v *version) []logRecord {
+	return []logRecord{
+		{idKey(v.id), idValue{ID: v.id, Fingerprint: st.schemas[v.id].schema.fingerprint}},
+		{key: deleteVersionKey(v.subject, v.number, v.nonce)},
+		{key: schemaKey(v.subject, v.number, v.nonce)},
+	}
+}
+
+// deleteSubject soft-deletes every live version of subject (and its
+// config), or, when permanent, hard-deletes a subject whose versions are all
+// soft-deleted. It returns the version numbers deleted.
+func (s *store) deleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		return nil, writeError(err)
+	}
+	var (
+		recs     []logRecord
+		versions []int
+		aerr     *apiError
+	)
+	s.view(func(st *state) { versions, recs, aerr = decideDeleteSubject(st, subject, permanent) })
+	if aerr != nil {
+		return nil, aerr
+	}
+	if err := s.produce(ctx, recs...); err != nil {
+		return nil, writeError(err)
+	}
+	return versions, nil
+}
+
+func decideDeleteSubject(st *state, subject string, permanent bool) ([]int, []logRecord, *apiError) {
+	sub := st.subjects[subject]
+	switch {
+	case sub == nil:
+		return nil, nil, subjectNotFound(subject)
+	case !permanent && sub.live() == 0:
+		return nil, nil, errorf(codeSubjectSoftDeleted, "Subject '%s' was soft deleted. Set permanent=true to delete permanently", subject)
+	case permanent && sub.live() > 0:
+		return nil, nil, errorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
+	}
+	var recs []logRecord
+	if permanent {
+		recs = loserTombstones(st)
+	}
+	versions := []int{}
+	for _, v := range sub.versions {
+		switch {
+		case permanent:
+			recs = append(recs, hardDeleteRecords(st, v)...)
+		case v.deleted:
+			continue
+		default:
+			recs = append(recs, softDeleteRecord(v))
+		}
+		versions = append(versions, v.number)
+	}
+	if _, ok := st.configs[subject]; ok {
+		recs = append(recs, logRecord{key: configKey(subject)})
+	}
+	return versions, recs, nil
+}
+
+// setConfig sets the compatibility level of subject ("" = global).
+func (s *store) setConfig(ctx context.Context, subject, level string) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.produce(ctx, logRecord{configKey(subject), configValue{Level: level}}); err != nil {
+		return writeError(err)
+	}
+	return nil
+}
+
+// deleteConfig removes subject's level ("" = the global one, which falls
+// back to BACKWARD) and returns the level it had.
+func (s *store) deleteConfig(ctx context.Context, subject string) (string, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		return "", writeError(err)
+	}
+	var (
+		old string
+		ok  bool
+	)
+	s.view(func(st *state) { old, ok = st.configs[subject] })
+	if !ok {
+		if subject != "" {
+			return "", errorf(codeSubjectCompatNotConfigured, "Subject '%s' does not have subject-level compatibility configured", subject)
+		}
+		return DefaultLevel, nil
+	}
+	if err := s.produce(ctx, logRecord{key: configKey(subject)}); err != nil {
+		return "", writeError(err)
+	}
+	return old, nil
+}

@@ -1,0 +1,132 @@
+package schemaregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultTopic is the topic the registry stores its records in.
+const DefaultTopic = "_schemas"
+
+// Options configures a Registry. Only Bootstrap is required.
+type Options struct {
+	// Bootstrap lists Kafka-protocol brokers (HOST:PORT) holding the topic.
+	Bootstrap []string
+	// Topic is the compacted topic of the registry's records; "" = _schemas.
+	Topic string
+	// Logger receives the registry's logs; nil = slog.Default().
+	Logger *slog.Logger
+	// MaxRequestBytes bounds a request body; 0 = 1 MiB.
+	MaxRequestBytes int64
+	// WriteTimeout bounds how long a request waits for the topic (a write
+	// to be applied, or a catch-up); 0 = 15 s.
+	WriteTimeout time.Duration
+	// ClientOpts are extra franz-go options for the registry's clients (TLS,
+	// SASL, dialer).
+	ClientOpts []kgo.Opt
+}
+
+// Registry is a Confluent-compatible schema registry whose state lives in a
+// Kafka topic. Create it with New, serve its Handler (or call Serve), and
+// Close it.
+type Registry struct {
+	opts    Options
+	logger  *slog.Logger
+	store   *store
+	metrics *metrics
+	handler http.Handler
+	bodies  chan struct{} // slots of request bodies in flight
+
+	mu      sync.Mutex
+	servers []*http.Server
+	closed  bool
+}
+
+// New connects to the brokers, creates the topic if it is missing and reads
+// it from the start; it returns once the registry has caught up (bounded by
+// ctx).
+func New(ctx context.Context, opts Options) (*Registry, error) {
+	if len(opts.Bootstrap) == 0 {
+		return nil, errors.New("schemaregistry: no bootstrap brokers; pass --bootstrap HOST:PORT")
+	}
+	if opts.Topic == "" {
+		opts.Topic = DefaultTopic
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 1 << 20
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 15 * time.Second
+	}
+	m := newMetrics()
+	st, err := openStore(ctx, opts, m)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{opts: opts, logger: opts.Logger, store: st, metrics: m, bodies: make(chan struct{}, maxBodiesInFlight)}
+	r.handler = r.routes()
+	return r, nil
+}
+
+// Handler serves the REST API, and Prometheus metrics at /metrics.
+func (r *Registry) Handler() http.Handler { return r.handler }
+
+// Serve answers HTTP requests on ln until Close; it returns nil after Close.
+func (r *Registry) Serve(ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           r.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn),
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		_ = ln.Close()
+		return ErrClosed
+	}
+	r.servers = append(r.servers, srv)
+	r.mu.Unlock()
+	r.logger.Info("schema registry serving", "addr", ln.Addr().String(), "topic", r.opts.Topic)
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("schemaregistry: serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Close stops the HTTP servers started by Serve (waiting for requests in
+// flight until ctx ends) and the topic reader.
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	servers := r.servers
+	r.mu.Unlock()
+	var err error
+	for _, srv := range servers {
+		err = errors.Join(err, srv.Shutdown(ctx))
+	}
+	r.store.close()
+	return err
+}
+
+func (r *Registry) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(r.metrics.reg, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,171 @@
+package schemaregistry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Compatibility levels (Confluent's names). BACKWARD is the default.
+const (
+	LevelNone               = "NONE"
+	LevelBackward           = "BACKWARD"
+	LevelBackwardTransitive = "BACKWARD_TRANSITIVE"
+	LevelForward            = "FORWARD"
+	LevelForwardTransitive  = "FORWARD_TRANSITIVE"
+	LevelFull               = "FULL"
+	LevelFullTransitive     = "FULL_TRANSITIVE"
+	// DefaultLevel is the global level until PUT /config sets one.
+	DefaultLevel = LevelBackward
+)
+
+// validLevel reports whether level is one of the seven levels above.
+func validLevel(level string) bool {
+	switch level {
+	case LevelNone, LevelBackward, LevelBackwardTransitive, LevelForward,
+		LevelForwardTransitive, LevelFull, LevelFullTransitive:
+		return true
+	}
+	return false
+}
+
+// maxSchemaDepth bounds the JSON nesting of a schema, so a hostile schema
+// cannot drive the Avro parser's recursion arbitrarily deep.
+const maxSchemaDepth = 256
+
+// parsedSchema is a registered or submitted Avro schema.
+type parsedSchema struct {
+	avro        avro.Schema
+	canonical   string // the form stored, served and compared for equality
+	fingerprint string // hex SHA-256 of canonical
+}
+
+// parseAvro parses an Avro schema and returns it with its canonical text:
+// the schema re-serialized by hamba/avro (whitespace, key order, namespace
+// spelling and the form of primitive types normalized; defaults, docs,
+// aliases and custom properties kept, because they change compatibility and
+// what readers see). Two schemas with the same canonical text are the same
+// schema and get the same id.
+//
+// Every failure is an *apiError with code 42201.
+func parseAvro(text string) (ps parsedSchema, err error) {
+	if strings.TrimSpace(text) == "" {
+		return ps, errorf(codeInvalidSchema, "Invalid schema: the \"schema\" field is empty; send the Avro schema as a JSON string")
+	}
+	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+		return ps, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
+	}
+	defer func() {
+		// hamba/avro is a third-party parser of untrusted text: a panic in
+		// it is an invalid schema for the client, not a dead server.
+		if r := recover(); r != nil {
+			ps, err = parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema: the Avro parser failed on it (%v)", r)
+		}
+	}()
+	// A private cache: named types of one request never leak into another
+	// (avro.Parse would share the package-wide DefaultSchemaCache).
+	s, perr := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if perr != nil {
+		return ps, errorf(codeInvalidSchema, "Invalid schema %s: %v", abbreviate(text, 200), perr)
+	}
+	canon, merr := json.Marshal(s)
+	if merr != nil {
+		return ps, errorf(codeInvalidSchema, "Invalid schema: cannot serialize it back: %v", merr)
+	}
+	sum := sha256.Sum256(canon)
+	return parsedSchema{avro: s, canonical: string(canon), fingerprint: hex.EncodeToString(sum[:])}, nil
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in data, counted
+// without parsing it (strings are skipped, malformed input just counts).
+func jsonDepth(data []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+func abbreviate(s string, n int) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// checkCompatible checks candidate against the existing schemas (oldest
+// first) under level and returns the reasons it is incompatible (none when
+// it is compatible). Non-transitive levels look at the newest existing
+// schema only.
+//
+// Avro's rule: a reader schema R can read data written with W when
+// Compatible(R, W). BACKWARD: the new schema reads the old data. FORWARD:
+// the old schemas read the new data. FULL: both.
+func checkCompatible(level string, candidate parsedSchema, existing []parsedSchema) []string {
+	if level == LevelNone || len(existing) == 0 {
+		return nil
+	}
+	switch level {
+	case LevelBackward, LevelForward, LevelFull:
+		existing = existing[len(existing)-1:]
+	}
+	backward := level != LevelForward && level != LevelForwardTransitive
+	forward := level != LevelBackward && level != LevelBackwardTransitive
+	var reasons []string
+	for i := len(existing) - 1; i >= 0; i-- {
+		old := existing[i]
+		if backward {
+			if err := avroCompatible(candidate, old); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: the new schema cannot read data written with the old schema %s: %v", level, abbreviate(old.canonical, 200), err))
+			}
+		}
+		if forward {
+			if err := avroCompatible(old, candidate); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: the old schema %s cannot read data written with the new schema: %v", level, abbreviate(old.canonical, 200), err))
+			}
+		}
+	}
+	return reasons
+}
+
+// avroCompatible reports whether reader can read what writer wrote. A new
+// SchemaCompatibility each time: its cache is keyed by the schemas'
+// parsing-canonical fingerprints, which ignore defaults, so a shared one
+// would answer "add a field with a default" and "add a field without one"
+// alike; and its recursion marker is not safe across goroutines.
+func avroCompatible(reader, writer parsedSchema) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the Avro compatibility checker failed: %v", r)
+		}
+	}()
+	err = avro.NewSchemaCompatibility().Compatible(reader.avro, writer.avro)
+	if err != nil && err.Error() == "" {
+		err = errors.New("incompatible")
+	}
+	return err
+}
