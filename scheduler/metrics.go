@@ -161,11 +161,14 @@ func (m *Metrics) specRefused() {
 	}
 }
 
-// WorkerTask records a task a worker ran.
-func (m *Metrics) WorkerTask(job string, rep TaskReport, d time.Duration) {
+// WorkerTask records a task attempt a worker ran (err nil: it committed
+// or found the range committed).
+func (m *Metrics) WorkerTask(job string, rep TaskReport, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
-	m.taskAttempt(job, true, d)
-	m.loaded(job, rep.Records, rep.Bytes)
+	m.taskAttempt(job, err == nil, d)
+	if err == nil {
+		m.loaded(job, rep.Records, rep.Bytes)
+	}
 }

@@ -202,12 +202,12 @@ func (w *worker) run(ctx context.Context, c *Conn, name string, p payload) {
 		return // stopping: leave the claim to vanish with the session
 	}
 	res.OK = err == nil
+	w.opts.Metrics.WorkerTask(p.Job, res.Report, time.Since(start), err)
 	if err != nil {
 		res.Error = err.Error()
 		log.Warn("task failed", "err", err)
 	} else {
 		log.Info("task done", "records", res.Report.Records, "committed", res.Report.Committed, "duration", time.Since(start))
-		w.opts.Metrics.WorkerTask(p.Job, res.Report, time.Since(start))
 	}
 	b, _ := json.Marshal(res)
 	if _, err := c.zk.Create(c.p("/results/"+name), b, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
