@@ -182,14 +182,28 @@ func (l *Loader) Checkpoint(topic string, partition int32) (inputformat.Checkpoi
 	if err != nil {
 		return inputformat.Checkpoint{}, err
 	}
-	if next < 0 {
-		return inputformat.Checkpoint{}, nil
+	if next >= 0 {
+		return inputformat.Checkpoint{Offset: next, Known: true}, nil
 	}
-	return inputformat.Checkpoint{Offset: next, Known: true}, nil
+	start, ok, err := l.startRecord(topic, partition)
+	return inputformat.Checkpoint{Offset: start, Known: ok}, err
 }
 
-// Plan reads the partitions' offsets and cuts the splits of a run.
+// Plan plans a run and prepares it (Preview, then Prepare): the splits it
+// returns are ready for RunTask, in any order and on any worker (a task
+// whose predecessor is not committed yet returns ErrNotReady: run it again
+// later).
 func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
+	p, err := l.Preview(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p, l.Prepare(ctx, p)
+}
+
+// Preview reads the partitions' offsets and cuts the splits a run would
+// load now. It changes nothing (`sluice load plan`).
+func (l *Loader) Preview(ctx context.Context) (*inputformat.Plan, error) {
 	parts, err := inputformat.ListOffsets(ctx, l.adm, l.spec.Topics(), l.opts.Reader.ReadCommitted)
 	if err != nil {
 		return nil, err
@@ -201,8 +215,7 @@ func (l *Loader) Plan(ctx context.Context) (*inputformat.Plan, error) {
 	})
 }
 
-// Plan opens the job, plans it and closes it (for one-shot callers such as
-// `sluice load plan` and the scheduler).
+// Plan opens the job, plans and prepares a run (Loader.Plan) and closes it.
 func Plan(ctx context.Context, spec *Spec) (*inputformat.Plan, error) {
 	l, err := Open(ctx, spec, Options{})
 	if err != nil {

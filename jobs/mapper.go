@@ -215,3 +215,37 @@ func (w *where) keep(row map[string]any) (bool, error) {
 	b, _ := out.(bool)
 	return b, nil
 }
+
+// ExtendSchema returns the record schema in with fields added at the end:
+// what a mapper that adds columns returns from Schema. Each added field is
+// name and an Avro type in JSON ("string", `["null","long"]`, ...).
+func ExtendSchema(in avro.Schema, add ...[2]string) (avro.Schema, error) {
+	rec, ok := in.(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("jobs: extend schema: want a record, got %v", in)
+	}
+	fields := make([]*avro.Field, 0, len(rec.Fields())+len(add))
+	for _, f := range rec.Fields() {
+		var opts []avro.SchemaOption
+		if f.HasDefault() {
+			opts = append(opts, avro.WithDefault(f.Default()))
+		}
+		nf, err := avro.NewField(f.Name(), f.Type(), opts...)
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, nf)
+	}
+	for _, a := range add {
+		t, err := parseSchema(a[1])
+		if err != nil {
+			return nil, fmt.Errorf("jobs: extend schema: field %q: %w", a[0], err)
+		}
+		nf, err := avro.NewField(a[0], t)
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, nf)
+	}
+	return avro.NewRecordSchema(rec.Name(), rec.Namespace(), fields)
+}

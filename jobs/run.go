@@ -31,11 +31,14 @@ const RunsDir = "_sluice/runs"
 // and returned, also when the run fails.
 func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
 	rep := l.newRunReport()
-	plan, err := l.Plan(ctx)
+	plan, err := l.Preview(ctx)
 	if err != nil {
 		return rep, l.finish(rep, err)
 	}
 	rep.Plan = plan.Partitions
+	if err := l.Prepare(ctx, plan); err != nil {
+		return rep, l.finish(rep, err)
+	}
 	tasks := interleave(plan.Splits)
 	turns := newTurns(plan.Partitions)
 

@@ -389,7 +389,8 @@ func (s *Spec) validateMap(bad badFunc) error {
 	}
 	if s.Map.Where != "" {
 		if _, err := compileWhere(s.Map.Where); err != nil {
-			return bad("map.where", "%v", err)
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			return bad("map.where", "%q: %s", s.Map.Where, first)
 		}
 	}
 	return nil

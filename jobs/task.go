@@ -19,8 +19,9 @@ import (
 
 // Task errors.
 var (
-	// ErrNotReady reports a task whose predecessor in its partition is not
-	// committed yet; run it again later.
+	// ErrNotReady reports a task that does not continue its partition's
+	// commits: its predecessor is not committed yet (run it again later), or
+	// the plan is stale (plan again).
 	ErrNotReady = errors.New("jobs: task not ready: the partition's previous split is not committed")
 	// ErrIncomplete reports a reader that ended below its split's end.
 	ErrIncomplete = errors.New("jobs: split not read to its end")
@@ -76,6 +77,26 @@ func (l *Loader) RunTask(ctx context.Context, task Task) (TaskReport, error) {
 	return l.runTask(ctx, task, l.storeTurn, nil)
 }
 
+// committed reports whether s is already committed. A commit at s's start
+// with another end (a planner with another view) makes s stale: ErrNotReady.
+func (l *Loader) committed(s inputformat.Split) (bool, error) {
+	b, err := filesystem.ReadFile(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start))
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	m, err := writers.DecodeManifest(b)
+	if err != nil {
+		return false, err
+	}
+	if m.End != s.End {
+		return false, fmt.Errorf("%w: %s: the commit at %d is [%d, %d); plan again", ErrNotReady, s, m.Start, m.Start, m.End)
+	}
+	return true, nil
+}
+
 // storeTurn checks in the store that the split continues its partition's
 // chain: its start is the newest commit's end, or the partition has none.
 func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
@@ -97,11 +118,9 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			rep.Error = err.Error()
 		}
 	}()
-	if ok, err := filesystem.Exists(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start)); err != nil {
+	if done, err := l.committed(s); err != nil || done {
+		rep.AlreadyCommitted = done
 		return rep, err
-	} else if ok {
-		rep.AlreadyCommitted = true
-		return rep, nil
 	}
 	if turn == nil {
 		turn = l.storeTurn
@@ -118,7 +137,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err != nil {
 		return rep, err
 	}
-	w, err := writers.NewSplitWriter(l.store, writers.Split{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End},
+	w, err := writers.NewSplitWriter(l.store, s,
 		writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
 	if err != nil {
 		return rep, err
@@ -130,9 +149,24 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			t.abort()
 		}
 	}()
+	renewEvery := l.opts.Store.Lease / 3
+	if renewEvery <= 0 {
+		renewEvery = time.Minute
+	}
+	renewed := l.opts.Clock()
+	keepAlive := func() error { // the lease: recovery must not take a live attempt for dead
+		if now := l.opts.Clock(); now.Sub(renewed) >= renewEvery {
+			renewed = now
+			return w.Attempt().Renew()
+		}
+		return nil
+	}
 	for {
 		recs, done, err := rd.Next(ctx)
 		if err != nil {
+			return rep, err
+		}
+		if err := keepAlive(); err != nil {
 			return rep, err
 		}
 		for _, r := range recs {
@@ -153,10 +187,14 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err := t.closeDeadLetters(); err != nil {
 		return rep, err
 	}
-	if err := turn(ctx, s); err != nil {
+	if err := waitTurn(ctx, s, turn, renewEvery, keepAlive); err != nil {
 		return rep, err
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(rd.Reached())
+	if errors.Is(err, writers.ErrNotChained) {
+		// A planner with another view committed meanwhile: plan again.
+		return rep, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
 	t.committed = true
 	if err != nil && !res.Won {
 		t.removeDeadLetters()
@@ -174,6 +212,22 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		}
 	}
 	return rep, err // a roll-forward error after a won commit: recovery finishes it
+}
+
+// waitTurn waits until s may commit, renewing the attempt's lease while it
+// waits.
+func waitTurn(ctx context.Context, s inputformat.Split, turn turnFunc, every time.Duration, keepAlive func() error) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, every)
+		err := turn(wctx, s)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return err
+		}
+		if err := keepAlive(); err != nil {
+			return err
+		}
+	}
 }
 
 // taskRun is the state of one attempt's record loop.
@@ -203,6 +257,9 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 	}
 	if !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) {
 		return err
+	}
+	if !errors.Is(err, ErrBadRecord) {
+		err = fmt.Errorf("%w: %w", ErrBadRecord, err)
 	}
 	switch t.l.spec.OnBadRecord {
 	case BadRecordSkip:
@@ -244,7 +301,7 @@ func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
 	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	rows := 0
-	err = t.mapper.Map(rec, func(row map[string]any) error {
+	err = t.callMapper(rec, func(row map[string]any) error {
 		rows++
 		if rows > 1 {
 			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
@@ -261,6 +318,17 @@ func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
 		return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
 	}
 	return err
+}
+
+// callMapper runs the mapper; a panic in it (user code) is the record's
+// fault, not the loader's.
+func (t *taskRun) callMapper(rec *Record, emit func(map[string]any) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: mapper %q panicked on offset %d: %v", ErrBadRecord, t.l.spec.Map.Mapper, rec.Offset, p)
+		}
+	}()
+	return t.mapper.Map(rec, emit)
 }
 
 // deadLetterDir holds dead letters: <dir>/<topic>/<partition>/<start %020d>.<attempt>.jsonl.

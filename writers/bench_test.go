@@ -61,7 +61,7 @@ func BenchmarkWrite(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				res, err := w.Commit()
+				res, err := w.Commit(split.End)
 				if err != nil || !res.Won {
 					b.Fatal(res, err)
 				}

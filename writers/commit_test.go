@@ -60,7 +60,7 @@ func TestEmptySplitCommitsManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(split.End)
 	if err != nil || !res.Won || len(res.Manifest.Files) != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -91,7 +91,7 @@ func TestRotationAndSchemaChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(split.End)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestWithdrawMovesAside(t *testing.T) {
 	store := NewStore(fs, StoreOptions{})
 	cfg := workloadConfig(t)
 	s := pageViewSchema(t)
-	for _, sp := range []Split{{"pageviews", 2, 0, 100}, {"pageviews", 2, 100, 200}, {"pageviews", 2, 200, 300}} {
+	for _, sp := range []Split{{Topic: "pageviews", Partition: 2, Start: 0, End: 100}, {Topic: "pageviews", Partition: 2, Start: 100, End: 200}, {Topic: "pageviews", Partition: 2, Start: 200, End: 300}} {
 		if res, err := runSplit(store, sp, cfg, s); err != nil || !res.Won {
 			t.Fatal(res, err)
 		}
@@ -216,7 +216,7 @@ func TestWithdrawMovesAside(t *testing.T) {
 		}
 	}
 	// Replay the withdrawn range: the output is whole again.
-	for _, sp := range []Split{{"pageviews", 2, 100, 200}, {"pageviews", 2, 200, 300}} {
+	for _, sp := range []Split{{Topic: "pageviews", Partition: 2, Start: 100, End: 200}, {Topic: "pageviews", Partition: 2, Start: 200, End: 300}} {
 		if res, err := runSplit(store, sp, cfg, s); err != nil || !res.Won {
 			t.Fatal(res, err)
 		}

@@ -43,7 +43,7 @@ func Example() {
 			log.Fatal(err)
 		}
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(start + 4) // the reader reached the split end
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
+	}
+	if os.Getenv(chainChildEnv) != "" {
+		os.Exit(runChainChild())
 	}
 	os.Exit(hdfs.Main(m))
 }
@@ -94,7 +98,11 @@ func runSplit(store *Store, split Split, cfg Config, schema avro.Schema) (Result
 			return Result{}, err
 		}
 	}
-	return w.Commit()
+	res, err := w.Commit(split.End)
+	if errors.Is(err, ErrNotChained) {
+		w.Abort()
+	}
+	return res, err
 }
 
 // walkFiles lists every file under dir (relative paths), skipping _sluice.
@@ -223,4 +231,4 @@ func localFS(t testing.TB) *filesystem.Local {
 }
 
 // recoverOpts never waits: the tests know which attempts are dead.
-var recoverOpts = StoreOptions{StaleAfter: -1, TornGrace: -1}
+var recoverOpts = StoreOptions{Lease: -1, TornGrace: -1}

@@ -1,29 +1,43 @@
 package writers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Manifest errors.
 var (
-	// ErrTornManifest reports a manifest that exists but does not parse or
-	// whose checksum does not match: its writer died (or is still writing).
+	// ErrTornManifest reports a manifest (or origin record) that exists but
+	// is short, unparseable or fails its checksum: its writer died (or is
+	// still writing it, on HDFS).
 	ErrTornManifest = errors.New("writers: torn manifest")
+	// ErrManifestVersion reports a manifest written by a newer sluice in a
+	// version this one cannot read. Nothing is done to it: upgrade sluice.
+	ErrManifestVersion = errors.New("writers: manifest version not supported")
 )
 
-// ManifestVersion is the version written; readers reject newer ones.
-const ManifestVersion = 1
+// ManifestVersion is the envelope version written; readers refuse newer ones.
+const ManifestVersion = 2
+
+// Envelope magics: the first word of a manifest and of an origin record.
+const (
+	manifestMagic = "sluice-manifest"
+	originMagic   = "sluice-origin"
+	// maxHeader bounds the header line a reader looks for.
+	maxHeader = 256
+)
 
 // Manifest is the commit record of one split: exactly one can exist per
 // (topic, partition, start). Its existence is the commit.
 type Manifest struct {
-	Version   int       `json:"version"`
+	Version   int       `json:"-"` // the envelope version it was read from
 	Topic     string    `json:"topic"`
 	Partition int32     `json:"partition"`
 	Start     int64     `json:"start"` // first offset of the split (inclusive)
@@ -32,7 +46,6 @@ type Manifest struct {
 	Committed time.Time `json:"committed"`
 	Records   int64     `json:"records"`
 	Files     []File    `json:"files"`
-	Checksum  string    `json:"checksum"` // CRC-32C of the manifest with this field empty
 }
 
 // File is one data file of a commit; paths are relative to the output root.
@@ -47,40 +60,111 @@ type File struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Encode returns the manifest's bytes with its checksum set.
-func (m *Manifest) Encode() ([]byte, error) {
-	c := *m
-	c.Checksum = ""
-	body, err := json.Marshal(&c)
-	if err != nil {
-		return nil, err
-	}
-	c.Checksum = strconv.FormatUint(uint64(crc32.Checksum(body, castagnoli)), 16)
-	m.Checksum = c.Checksum
-	return json.MarshalIndent(&c, "", "  ")
+// seal wraps body in the envelope: one header line
+//
+//	<magic> <version> crc32c=<8 hex digits> len=<body bytes>\n
+//
+// then the body. The checksum covers the body's raw bytes.
+func seal(magic string, body []byte) []byte {
+	h := fmt.Sprintf("%s %d crc32c=%08x len=%d\n", magic, ManifestVersion, crc32.Checksum(body, castagnoli), len(body))
+	return append([]byte(h), body...)
 }
 
-// DecodeManifest parses and verifies a manifest. A short, unparseable or
-// checksum-failing manifest is an error wrapping ErrTornManifest.
-func DecodeManifest(b []byte) (*Manifest, error) {
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTornManifest, err)
+// open checks an envelope and returns its body. The version is read first:
+// a newer one is ErrManifestVersion whatever follows (its layout may differ);
+// anything short, malformed or failing the checksum is ErrTornManifest.
+func open(magic string, b []byte) ([]byte, error) {
+	if len(b) > 0 && b[0] == '{' {
+		// The JSON-only layout of sluice before the envelope (version 1).
+		return nil, fmt.Errorf("%w: version 1 (JSON without an envelope, written before the first release); this sluice reads version %d", ErrManifestVersion, ManifestVersion)
 	}
-	want := m.Checksum
-	c := m
-	c.Checksum = ""
-	body, err := json.Marshal(&c)
+	nl := bytes.IndexByte(b[:min(len(b), maxHeader)], '\n')
+	if nl < 0 {
+		return nil, fmt.Errorf("%w: no header line in %d bytes", ErrTornManifest, len(b))
+	}
+	f := strings.Fields(string(b[:nl]))
+	if len(f) < 2 || f[0] != magic {
+		return nil, fmt.Errorf("%w: header %q is not a %s", ErrTornManifest, b[:nl], magic)
+	}
+	v, err := strconv.Atoi(f[1])
+	if err != nil || v < 1 {
+		return nil, fmt.Errorf("%w: bad version in header %q", ErrTornManifest, b[:nl])
+	}
+	if v > ManifestVersion {
+		return nil, fmt.Errorf("%w: version %d, this sluice reads up to %d: upgrade sluice", ErrManifestVersion, v, ManifestVersion)
+	}
+	if v < ManifestVersion || len(f) != 4 {
+		return nil, fmt.Errorf("%w: header %q", ErrTornManifest, b[:nl])
+	}
+	sum, err1 := strconv.ParseUint(strings.TrimPrefix(f[2], "crc32c="), 16, 32)
+	n, err2 := strconv.Atoi(strings.TrimPrefix(f[3], "len="))
+	if err1 != nil || err2 != nil || !strings.HasPrefix(f[2], "crc32c=") || !strings.HasPrefix(f[3], "len=") {
+		return nil, fmt.Errorf("%w: header %q", ErrTornManifest, b[:nl])
+	}
+	body := b[nl+1:]
+	if len(body) != n {
+		return nil, fmt.Errorf("%w: body of %d bytes, header says %d", ErrTornManifest, len(body), n)
+	}
+	if got := crc32.Checksum(body, castagnoli); uint64(got) != sum {
+		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrTornManifest, sum, got)
+	}
+	return body, nil
+}
+
+// Encode returns the manifest's bytes: the envelope around its JSON.
+func (m *Manifest) Encode() ([]byte, error) {
+	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	if got := strconv.FormatUint(uint64(crc32.Checksum(body, castagnoli)), 16); got != want {
-		return nil, fmt.Errorf("%w: checksum %q, computed %q", ErrTornManifest, want, got)
+	return seal(manifestMagic, append(body, '\n')), nil
+}
+
+// DecodeManifest verifies and parses a manifest. Its version is checked
+// first (ErrManifestVersion: newer than this sluice reads); a short,
+// malformed or checksum-failing one wraps ErrTornManifest. Fields this
+// version does not know are ignored.
+func DecodeManifest(b []byte) (*Manifest, error) {
+	body, err := open(manifestMagic, b)
+	if err != nil {
+		return nil, err
 	}
-	if m.Version < 1 || m.Version > ManifestVersion {
-		return nil, fmt.Errorf("writers: manifest version %d is not supported (this sluice reads up to %d)", m.Version, ManifestVersion)
+	var m Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		// The checksum matched: a writer wrote this. Not torn, not ours.
+		return nil, fmt.Errorf("%w: checksum valid but the body does not parse: %v", ErrManifestVersion, err)
 	}
+	m.Version = ManifestVersion
 	return &m, nil
+}
+
+// Origin is a partition's origin record: the start of its first split. It
+// is created exclusively once and never changes.
+type Origin struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Start     int64     `json:"start"`
+	Created   time.Time `json:"created"`
+}
+
+func (o *Origin) encode() ([]byte, error) {
+	body, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	return seal(originMagic, append(body, '\n')), nil
+}
+
+func decodeOrigin(b []byte) (*Origin, error) {
+	body, err := open(originMagic, b)
+	if err != nil {
+		return nil, err
+	}
+	var o Origin
+	if err := json.Unmarshal(body, &o); err != nil {
+		return nil, fmt.Errorf("%w: origin: checksum valid but the body does not parse: %v", ErrManifestVersion, err)
+	}
+	return &o, nil
 }
 
 // Layout of the _sluice area of an output root.
@@ -90,6 +174,7 @@ const (
 	tmpDir       = "_sluice/tmp"
 	withdrawnDir = "_sluice/withdrawn"
 	tornDir      = "_sluice/torn"
+	originName   = "origin"
 )
 
 func partDir(base, topic string, partition int32) string {
@@ -99,6 +184,11 @@ func partDir(base, topic string, partition int32) string {
 // ManifestPath is _sluice/commits/<topic>/<partition>/<start %020d>.json.
 func ManifestPath(topic string, partition int32, start int64) string {
 	return path.Join(partDir(commitsDir, topic, partition), fmt.Sprintf("%020d.json", start))
+}
+
+// OriginPath is _sluice/commits/<topic>/<partition>/origin.
+func OriginPath(topic string, partition int32) string {
+	return path.Join(partDir(commitsDir, topic, partition), originName)
 }
 
 func attemptDir(topic string, partition int32, start int64, attempt string) string {

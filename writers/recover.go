@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -19,19 +20,27 @@ type RecoveryReport struct {
 
 // Recover brings one partition's output to a clean state after crashes. It
 // reads the manifests of the splits that have attempt directories under
-// _sluice/tmp/<topic>/<partition>/ (never a listing of the warehouse):
+// _sluice/tmp/<topic>/<partition>/ (never a listing of the warehouse), and
+// for each attempt:
 //
 //   - the manifest names this attempt: finish its moves (roll forward);
 //   - the manifest names another attempt: this one lost; delete it;
-//   - no manifest: the attempt never committed; delete it once stale;
+//   - no manifest, but the attempt's commit intent: complete the commit
+//     (create the manifest from the intent), then as above;
+//   - no manifest, no intent, lease expired: mark the attempt reaped (so it
+//     can never commit), then delete it; a live lease: leave it alone;
 //   - a torn manifest older than TornGrace: its writer died mid-commit, so
-//     nothing of it was moved; move it to _sluice/torn and treat the split
-//     as uncommitted.
+//     nothing of it was moved; move it to _sluice/torn and go on as without.
 //
-// Recover is idempotent and safe to run while other attempts are writing,
-// given StaleAfter and TornGrace exceed how long a live attempt can stall.
+// It also removes temporaries a crash left in the commits directory. A
+// manifest of a newer version stops it with ErrManifestVersion, touching
+// nothing. Recover is idempotent and safe to run while attempts are writing
+// and committing.
 func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 	var rep RecoveryReport
+	if err := s.removeStaleTemps(topic, partition); err != nil {
+		return rep, err
+	}
 	base := partDir(tmpDir, topic, partition)
 	starts, err := s.fs.List(base)
 	if errors.Is(err, filesystem.ErrNotExist) {
@@ -49,26 +58,9 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 		mp := ManifestPath(topic, partition, start)
 		m, merr := s.readManifest(mp)
 		if errors.Is(merr, ErrTornManifest) {
-			info, err := s.fs.Stat(mp)
-			if err != nil {
-				return rep, err
-			}
-			if s.opts.TornGrace > 0 && now.Sub(info.ModTime) < s.opts.TornGrace {
+			if m, merr = s.setTornAside(mp, now, start, &rep); merr == errPending {
 				rep.Pending = append(rep.Pending, path.Join(base, st.Name))
 				continue
-			}
-			// Read once more: a slow writer may have finished meanwhile.
-			if m, merr = s.readManifest(mp); errors.Is(merr, ErrTornManifest) {
-				aside := path.Join(partDir(tornDir, topic, partition), fmt.Sprintf("%020d.json.%d", start, now.UnixNano()))
-				if err := s.fs.MkdirAll(path.Dir(aside)); err != nil {
-					return rep, err
-				}
-				if err := s.fs.Rename(mp, aside); err != nil {
-					return rep, fmt.Errorf("writers: moving torn manifest %s aside: %w", mp, err)
-				}
-				s.log.Warn("torn manifest moved aside", "manifest", mp, "to", aside)
-				rep.TornMovedAway = append(rep.TornMovedAway, start)
-				m, merr = nil, filesystem.ErrNotExist
 			}
 		}
 		if merr != nil && !errors.Is(merr, filesystem.ErrNotExist) {
@@ -79,33 +71,8 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 			return rep, err
 		}
 		for _, at := range attempts {
-			dir := path.Join(base, st.Name, at.Name)
-			switch {
-			case m != nil && m.Attempt == at.Name:
-				if err := s.rollForward(m); err != nil {
-					return rep, err
-				}
-				s.log.Info("recovery rolled a commit forward", "manifest", mp)
-				rep.RolledForward = append(rep.RolledForward, start)
-			case m != nil:
-				if err := s.fs.RemoveAll(dir); err != nil {
-					return rep, err
-				}
-				rep.Discarded = append(rep.Discarded, dir)
-			default:
-				stale, err := s.stale(dir, now)
-				if err != nil {
-					return rep, err
-				}
-				if !stale {
-					rep.Pending = append(rep.Pending, dir)
-					continue
-				}
-				if err := s.fs.RemoveAll(dir); err != nil {
-					return rep, err
-				}
-				s.log.Info("recovery deleted an uncommitted attempt", "dir", dir)
-				rep.Discarded = append(rep.Discarded, dir)
+			if err := s.recoverAttempt(m, mp, path.Join(base, st.Name, at.Name), at.Name, now, &rep); err != nil {
+				return rep, err
 			}
 		}
 		// The start directory is empty now unless something is pending.
@@ -118,40 +85,159 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 	return rep, nil
 }
 
-// stale reports whether nothing under dir changed for StaleAfter.
-func (s *Store) stale(dir string, now time.Time) (bool, error) {
-	if s.opts.StaleAfter < 0 {
-		return true, nil
-	}
-	newest, err := s.newest(dir)
+var errPending = errors.New("pending")
+
+// setTornAside moves a torn manifest to _sluice/torn once TornGrace passed
+// (errPending before), re-reading it first in case its writer finished.
+func (s *Store) setTornAside(mp string, now time.Time, start int64, rep *RecoveryReport) (*Manifest, error) {
+	info, err := s.fs.Stat(mp)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return now.Sub(newest) >= s.opts.StaleAfter, nil
+	if s.opts.TornGrace > 0 && now.Sub(info.ModTime) < s.opts.TornGrace {
+		return nil, errPending
+	}
+	m, err := s.readManifest(mp)
+	if !errors.Is(err, ErrTornManifest) {
+		return m, err
+	}
+	dir, _ := path.Split(mp)
+	topicDir, part := path.Split(path.Clean(dir))
+	aside := path.Join(tornDir, path.Base(topicDir), part, fmt.Sprintf("%020d.json.%d", start, now.UnixNano()))
+	if err := s.fs.MkdirAll(path.Dir(aside)); err != nil {
+		return nil, err
+	}
+	if err := s.fs.Rename(mp, aside); err != nil {
+		return nil, fmt.Errorf("writers: moving torn manifest %s aside: %w", mp, err)
+	}
+	s.log.Warn("torn manifest moved aside", "manifest", mp, "to", aside)
+	rep.TornMovedAway = append(rep.TornMovedAway, start)
+	return nil, filesystem.ErrNotExist
 }
 
-func (s *Store) newest(dir string) (time.Time, error) {
-	ents, err := s.fs.List(dir)
-	if err != nil {
-		if errors.Is(err, filesystem.ErrNotExist) {
-			return time.Time{}, nil
-		}
-		return time.Time{}, err
-	}
-	var t time.Time
-	for _, e := range ents {
-		mt := e.ModTime
-		if e.IsDir {
-			if mt, err = s.newest(path.Join(dir, e.Name)); err != nil {
-				return t, err
+// recoverAttempt settles one attempt directory given its split's manifest
+// (nil: none).
+func (s *Store) recoverAttempt(m *Manifest, mp, dir, id string, now time.Time, rep *RecoveryReport) error {
+	if m == nil {
+		intent, reaped, err := s.readFate(path.Join(dir, fateName))
+		switch {
+		case err == nil && !reaped:
+			// The attempt decided to commit: finish what it started.
+			if m, err = s.completeIntent(mp, intent); err != nil {
+				return err
 			}
-			if e.ModTime.After(mt) {
-				mt = e.ModTime
+		case err == nil && reaped:
+			// A previous recovery took it and stopped before deleting.
+		case errors.Is(err, ErrTornManifest):
+			// A dead HDFS writer's partial fate file: the attempt never
+			// created its manifest. Wait TornGrace for a slow writer.
+			info, serr := s.fs.Stat(path.Join(dir, fateName))
+			if serr == nil && s.opts.TornGrace > 0 && now.Sub(info.ModTime) < s.opts.TornGrace {
+				rep.Pending = append(rep.Pending, dir)
+				return nil
 			}
-		}
-		if mt.After(t) {
-			t = mt
+		case errors.Is(err, filesystem.ErrNotExist):
+			expired, err := s.leaseExpired(dir, now)
+			if err != nil {
+				return err
+			}
+			if !expired {
+				rep.Pending = append(rep.Pending, dir)
+				return nil
+			}
+			if testHookBeforeReap != nil {
+				testHookBeforeReap(dir)
+			}
+			took, err := s.reap(dir, now)
+			if err != nil {
+				return err
+			}
+			if !took {
+				// The attempt claimed its fate first (or finished): look again.
+				return s.recoverAgain(mp, dir, id, now, rep)
+			}
+			if testHookAfterReap != nil {
+				testHookAfterReap(dir)
+			}
+		default:
+			return err
 		}
 	}
-	return t, nil
+	switch {
+	case m != nil && m.Attempt == id:
+		if err := s.rollForward(m); err != nil {
+			return err
+		}
+		s.log.Info("recovery rolled a commit forward", "manifest", mp)
+		rep.RolledForward = append(rep.RolledForward, m.Start)
+	default:
+		if err := s.fs.RemoveAll(dir); err != nil {
+			return err
+		}
+		s.log.Info("recovery deleted an attempt", "dir", dir, "lost", m != nil)
+		rep.Discarded = append(rep.Discarded, dir)
+	}
+	return nil
 }
+
+// recoverAgain re-reads the manifest after an attempt raced recovery.
+func (s *Store) recoverAgain(mp, dir, id string, now time.Time, rep *RecoveryReport) error {
+	m, err := s.awaitManifest(mp)
+	if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+		return err
+	}
+	if ok, err := filesystem.Exists(s.fs, dir); err != nil || !ok {
+		return err // the attempt finished and cleaned up
+	}
+	if m == nil {
+		if _, _, err := s.readFate(path.Join(dir, fateName)); err != nil {
+			return err
+		}
+	}
+	return s.recoverAttempt(m, mp, dir, id, now, rep)
+}
+
+// completeIntent creates a split's manifest from an attempt's intent (or
+// finds it created) and returns the manifest that stands.
+func (s *Store) completeIntent(mp string, intent *Manifest) (*Manifest, error) {
+	data, err := intent.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fs.WriteExclusive(mp, data); err != nil && !errors.Is(err, filesystem.ErrExist) {
+		return nil, fmt.Errorf("writers: completing the commit of %s: %w", mp, err)
+	}
+	m, err := s.awaitManifest(mp)
+	if err != nil {
+		return nil, fmt.Errorf("writers: completing the commit of %s: %w", mp, err)
+	}
+	s.log.Info("recovery completed a commit from its intent", "manifest", mp, "attempt", intent.Attempt)
+	return m, nil
+}
+
+// removeStaleTemps deletes what a crash of a local WriteExclusive left in
+// a partition's commits directory (<name>.tmp-<pid>-<n>) once it is older
+// than TornGrace.
+func (s *Store) removeStaleTemps(topic string, partition int32) error {
+	dir := partDir(commitsDir, topic, partition)
+	ents, err := s.fs.List(dir)
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := s.opts.Clock()
+	for _, e := range ents {
+		if !e.IsDir && strings.Contains(e.Name, ".tmp-") && (s.opts.TornGrace < 0 || now.Sub(e.ModTime) >= s.opts.TornGrace) {
+			if err := s.fs.Remove(path.Join(dir, e.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Hooks for the race tests: between recovery's lease check and its reap,
+// and between the reap and the deletion.
+var testHookBeforeReap, testHookAfterReap func(dir string)

@@ -31,7 +31,7 @@ type Config struct {
 //
 //	w, _ := writers.NewSplitWriter(store, split, cfg)
 //	for each record { w.Write(schema, value, meta) }
-//	res, err := w.Commit()   // res.Won: this attempt's files are the split's output
+//	res, err := w.Commit(reached) // reached == split.End; res.Won: this attempt's files are the split's output
 type SplitWriter struct {
 	attempt *Attempt
 	cfg     Config
@@ -40,7 +40,10 @@ type SplitWriter struct {
 	done    []File
 	last    int64
 	seq     int
-	closed  bool
+	closed  bool // no more writes: files closed for the commit, or aborted
+	// finished: committed, lost or aborted (a commit refused with
+	// ErrNotChained is not finished and may be retried)
+	finished bool
 }
 
 type openFile struct {
@@ -84,6 +87,9 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 	}
 	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
 		return fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	}
+	if err := w.attempt.renewIfDue(); err != nil {
+		return err
 	}
 	dir, err := w.cfg.Partitioner.Dir(value, meta.Timestamp)
 	if err != nil {
@@ -169,26 +175,45 @@ func (w *SplitWriter) closeFile(of *openFile) error {
 }
 
 // Commit closes every open file and commits the attempt (see
-// Attempt.Commit). A split with no records commits a manifest with no
-// files, so that the next split starts at its end.
-func (w *SplitWriter) Commit() (Result, error) {
-	if w.closed {
-		return Result{}, fmt.Errorf("%w: commit twice", ErrSplit)
+// Attempt.Commit). reached is the offset the reader reached, which must be
+// the split's end: otherwise Commit returns ErrNotReached and the writer
+// stays open (write on, or Abort). On ErrNotChained (the commit before this
+// split has not landed yet, or never will) nothing is committed and the
+// attempt is intact: call Commit again later, or Abort. A split with no
+// records commits a manifest with no files, so that the next split starts
+// at its end.
+func (w *SplitWriter) Commit(reached int64) (Result, error) {
+	if w.finished {
+		return Result{}, fmt.Errorf("%w: commit after commit or abort", ErrSplit)
 	}
-	w.closed = true
-	dirs := make([]string, 0, len(w.open))
-	for d := range w.open {
-		dirs = append(dirs, d)
+	if reached != w.split.End || reached <= w.last {
+		return Result{}, fmt.Errorf("%w: %s, reached %d (last record written %d)", ErrNotReached, w.split, reached, w.last)
 	}
-	sort.Strings(dirs)
-	for _, d := range dirs {
-		if err := w.closeFile(w.open[d]); err != nil {
-			w.abortOpen()
-			return Result{}, err
+	if !w.closed {
+		w.closed = true
+		dirs := make([]string, 0, len(w.open))
+		for d := range w.open {
+			dirs = append(dirs, d)
 		}
+		sort.Strings(dirs)
+		for _, d := range dirs {
+			if err := w.closeFile(w.open[d]); err != nil {
+				w.finished = true
+				w.abortOpen()
+				if errors.Is(err, filesystem.ErrNotExist) {
+					// Recovery removed the attempt (its lease expired).
+					return Result{}, fmt.Errorf("%w: %v", ErrAttemptExpired, err)
+				}
+				return Result{}, err
+			}
+		}
+		sort.Slice(w.done, func(i, j int) bool { return w.done[i].Final < w.done[j].Final })
 	}
-	sort.Slice(w.done, func(i, j int) bool { return w.done[i].Final < w.done[j].Final })
-	return w.attempt.Commit(w.done)
+	res, err := w.attempt.Commit(w.done, reached)
+	if !errors.Is(err, ErrNotChained) {
+		w.finished = true
+	}
+	return res, err
 }
 
 func (w *SplitWriter) abortOpen() {
@@ -201,7 +226,7 @@ func (w *SplitWriter) abortOpen() {
 
 // Abort gives the attempt up and deletes its temporaries.
 func (w *SplitWriter) Abort() error {
-	w.closed = true
+	w.closed, w.finished = true, true
 	w.abortOpen()
 	return w.attempt.Abort()
 }

@@ -8,11 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -27,38 +27,42 @@ var (
 	ErrBrokenCommit = errors.New("writers: committed file missing")
 	// ErrSplit reports a bad split or a record outside its split.
 	ErrSplit = errors.New("writers: split")
+	// ErrNotReached reports a commit whose reader did not reach the split's
+	// end (it stopped early, or read past it). Nothing was committed; the
+	// attempt is left as it was (write on, or Abort).
+	ErrNotReached = errors.New("writers: the reader did not reach the split's end")
 )
 
 // Split is an offset range [Start, End) of one topic partition: one task.
-type Split struct {
-	Topic     string
-	Partition int32
-	Start     int64
-	End       int64
-}
+// The type belongs to inputformat, which plans and reads splits.
+type Split = inputformat.Split
 
-func (s Split) String() string {
-	return fmt.Sprintf("%s/%d [%d, %d)", s.Topic, s.Partition, s.Start, s.End)
-}
-
-func (s Split) validate() error {
+// validateSplit checks a split can be written: a topic name usable in a
+// path and a non-empty range.
+func validateSplit(s Split) error {
 	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
 		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
 	}
-	if s.Partition < 0 || s.Start < 0 || s.End < s.Start {
-		return fmt.Errorf("%w: %s", ErrSplit, s)
+	if s.Partition < 0 || s.Start < 0 || s.End <= s.Start {
+		return fmt.Errorf("%w: %s (want 0 <= start < end and partition >= 0)", ErrSplit, s)
 	}
 	return nil
 }
 
 // StoreOptions tune a Store; zero values are the defaults.
 type StoreOptions struct {
-	// Clock returns the current time (default time.Now).
+	// Clock returns the current time (default time.Now). The store reads
+	// time only through it.
 	Clock func() time.Time
-	// StaleAfter: Recover deletes the temporaries of an attempt that has no
-	// manifest only when its newest file is older than this (default 1h), so
-	// that a live attempt is never robbed. Negative means immediately.
-	StaleAfter time.Duration
+	// Sleep waits between re-reads of a manifest still being written
+	// (default time.Sleep). A test clock advances itself here.
+	Sleep func(time.Duration)
+	// Lease is how long an attempt's lease lasts unless renewed (default
+	// 10m; attempts renew it every third of that). Recover removes an
+	// attempt that never committed only once its lease expired, so a live
+	// attempt is never robbed. Negative: every lease counts as expired
+	// (tests that know their attempts are dead).
+	Lease time.Duration
 	// TornGrace: Recover moves a torn (partial) manifest aside only when it
 	// is older than this (default 10m): its writer is presumed dead. Negative
 	// means immediately.
@@ -82,8 +86,11 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	if opts.StaleAfter == 0 {
-		opts.StaleAfter = time.Hour
+	if opts.Sleep == nil {
+		opts.Sleep = time.Sleep
+	}
+	if opts.Lease == 0 {
+		opts.Lease = 10 * time.Minute
 	}
 	if opts.TornGrace == 0 {
 		opts.TornGrace = 10 * time.Minute
@@ -102,18 +109,22 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 func (s *Store) FS() filesystem.FS { return s.fs }
 
 // Attempt is one try at writing a split. Its files live under
-// _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits.
+// _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits, next to
+// its lease (renewed while it lives) and, once it commits, its intent.
 type Attempt struct {
-	store *Store
-	split Split
-	id    string
-	dir   string
-	made  map[string]bool // directories already created
+	store   *Store
+	split   Split
+	id      string
+	dir     string
+	made    map[string]bool // directories already created
+	lease   string          // the current lease file
+	renewAt time.Time       // when the lease is due for renewal
 }
 
-// NewAttempt starts an attempt of split with a fresh random id.
+// NewAttempt starts an attempt of split with a fresh random id: it creates
+// the attempt directory and takes the attempt's lease.
 func (s *Store) NewAttempt(split Split) (*Attempt, error) {
-	if err := split.validate(); err != nil {
+	if err := validateSplit(split); err != nil {
 		return nil, err
 	}
 	var b [8]byte
@@ -121,8 +132,16 @@ func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 		return nil, err
 	}
 	id := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-	return &Attempt{store: s, split: split, id: id,
-		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}, nil
+	a := &Attempt{store: s, split: split, id: id,
+		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}
+	if err := s.fs.MkdirAll(a.dir); err != nil {
+		return nil, fmt.Errorf("writers: starting an attempt of %s: %w", split, err)
+	}
+	a.made[a.dir] = true
+	if err := a.Renew(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // ID names the attempt.
@@ -166,13 +185,23 @@ type Result struct {
 }
 
 // Commit commits the attempt's files (their Temp paths must lie under the
-// attempt directory; End is the split end) by creating the split's manifest
-// exclusively, then moves the files to their final paths. An attempt that
-// loses (a manifest exists) deletes its temporaries and returns Won=false
-// with a nil error. After Won=true a non-nil error means the commit stands
-// but some files are not yet at their final paths: Recover finishes them.
-func (a *Attempt) Commit(files []File) (Result, error) {
+// attempt directory) as the split's output. reached is the offset the
+// reader reached: it must be the split's end, else Commit refuses with
+// ErrNotReached and changes nothing. The split must continue the
+// partition's chain (see ErrNotChained): its start is the partition's origin
+// (fixed by the first commit) or the end of a committed manifest.
+//
+// Commit creates the split's manifest exclusively, then moves the files to
+// their final paths. An attempt that loses (a manifest exists) deletes its
+// temporaries and returns Won=false with a nil error and the winner's
+// manifest, whose End may differ from this split's. After Won=true a
+// non-nil error means the commit stands but some files are not yet at their
+// final paths: Recover finishes them.
+func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	s := a.store
+	if reached != a.split.End {
+		return Result{}, fmt.Errorf("%w: %s, reached %d", ErrNotReached, a.split, reached)
+	}
 	m := &Manifest{
 		Version: ManifestVersion, Topic: a.split.Topic, Partition: a.split.Partition,
 		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock().UTC(),
@@ -182,16 +211,33 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 		if !strings.HasPrefix(f.Temp, a.dir+"/") {
 			return Result{}, fmt.Errorf("%w: file %s is not under the attempt directory %s", ErrSplit, f.Temp, a.dir)
 		}
+		if f.First < a.split.Start || f.Last >= a.split.End || f.Last < f.First {
+			return Result{}, fmt.Errorf("%w: file %s holds [%d, %d], outside %s", ErrSplit, f.Temp, f.First, f.Last, a.split)
+		}
 		m.Records += f.Records
 	}
 	data, err := m.Encode()
 	if err != nil {
 		return Result{}, err
 	}
-	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
-	if err := s.fs.MkdirAll(path.Dir(mp)); err != nil {
-		return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
+	if err := s.checkChain(a.split); err != nil {
+		return Result{}, err
 	}
+	// Every file must still be there: a stalled attempt whose directory
+	// recovery removed (its lease had expired) must not commit what is gone.
+	for _, f := range files {
+		if _, err := s.fs.Stat(f.Temp); errors.Is(err, filesystem.ErrNotExist) {
+			return Result{}, fmt.Errorf("%w: %s is gone", ErrAttemptExpired, f.Temp)
+		} else if err != nil {
+			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
+		}
+	}
+	// The intent: from here on recovery completes this commit rather than
+	// remove the attempt.
+	if err := a.claim(data); err != nil {
+		return Result{}, err
+	}
+	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
 	werr := s.fs.WriteExclusive(mp, data)
 	if werr != nil {
 		// Learn the outcome from the manifest itself (on HDFS the winner
@@ -207,10 +253,11 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 			}
 			return Result{Won: false, Manifest: cur}, nil
 		case errors.Is(rerr, filesystem.ErrNotExist):
-			a.Abort()
-			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, werr)
+			// The intent stands (recovery may be acting on it already):
+			// Recover completes the commit.
+			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %w (run Recover: it completes the commit from the attempt's intent)", ErrCommitUnknown, a.split, werr)
 		default:
-			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %v; reading it back: %v", ErrCommitUnknown, a.split, werr, rerr)
+			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %w; reading it back: %w", ErrCommitUnknown, a.split, werr, rerr)
 		}
 	}
 	s.log.Info("committed", "split", a.split.String(), "attempt", a.id, "files", len(files), "records", m.Records)
@@ -226,14 +273,21 @@ func (a *Attempt) Commit(files []File) (Result, error) {
 // awaitManifest reads a manifest, re-reading a torn one with backoff for up
 // to ManifestWait while its writer may still be finishing it.
 func (s *Store) awaitManifest(p string) (*Manifest, error) {
-	deadline := time.Now().Add(s.opts.ManifestWait)
+	return await(s, func() (*Manifest, error) { return s.readManifest(p) })
+}
+
+// await calls read until it returns something other than a torn record or
+// ManifestWait passed (on HDFS a record is written in place and may be
+// read while its writer is still writing it).
+func await[T any](s *Store, read func() (T, error)) (T, error) {
+	deadline := s.opts.Clock().Add(s.opts.ManifestWait)
 	wait := 5 * time.Millisecond
 	for {
-		m, err := s.readManifest(p)
-		if !errors.Is(err, ErrTornManifest) || time.Now().After(deadline) {
-			return m, err
+		v, err := read()
+		if !errors.Is(err, ErrTornManifest) || !s.opts.Clock().Before(deadline) {
+			return v, err
 		}
-		time.Sleep(wait) // backoff against the file system
+		s.opts.Sleep(wait) // backoff against the file system
 		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
@@ -300,21 +354,14 @@ func (s *Store) removeIfEmpty(dir string) {
 // manifest is reported with an error wrapping ErrTornManifest (after the
 // readable ones): run Recover.
 func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
-	dir := partDir(commitsDir, topic, partition)
-	ents, err := s.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
-		return nil, nil
-	}
+	starts, err := s.starts(topic, partition)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Manifest
 	var torn []error
-	for _, e := range ents {
-		if e.IsDir || !strings.HasSuffix(e.Name, ".json") || strings.Contains(e.Name, ".tmp-") {
-			continue
-		}
-		m, err := s.readManifest(path.Join(dir, e.Name))
+	for _, st := range starts {
+		m, err := s.readManifest(ManifestPath(topic, partition, st))
 		if err != nil {
 			if errors.Is(err, ErrTornManifest) {
 				torn = append(torn, err)
@@ -324,21 +371,7 @@ func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
 		}
 		out = append(out, m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out, errors.Join(torn...)
-}
-
-// NextStart returns where the next split of a partition starts: the end of
-// its newest manifest, or def when there is none.
-func (s *Store) NextStart(topic string, partition int32, def int64) (int64, error) {
-	ms, err := s.Commits(topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	if len(ms) == 0 {
-		return def, nil
-	}
-	return ms[len(ms)-1].End, nil
 }
 
 func parseStart(name string) (int64, bool) {

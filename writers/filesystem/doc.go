@@ -15,6 +15,7 @@
 //	                    FS interface (this file's contract)
 //	                              ▲
 //	                   Faulty{inner FS, fail op i}   (tests only)
+//	                   Mem{live, durable}.Crash()    (tests only: power loss)
 //
 // # Guarantees (the contract every implementation meets)
 //
@@ -35,17 +36,27 @@
 //     exists. Locally a file moves by link (atomic, fails if the destination
 //     exists) then unlink, with the directories fsynced; a crash in between
 //     leaves both names, which the commit protocol's roll-forward handles.
-//     Directories move by a checked rename. On HDFS, whose rename
+//     Directories move by a checked rename. A Rename whose destination
+//     is already the very same file (a move interrupted between link and
+//     unlink) finishes the move and succeeds. On HDFS, whose rename
 //     overwrites, it is check-then-rename: exclusive only when, as in the
 //     commit protocol, no one else can create the destination. It creates
 //     no parent directories.
 //   - Remove deletes a file or an empty directory; RemoveAll a tree. Both
 //     treat a missing path as success.
 //   - MkdirAll creates a directory and its parents; an existing one is fine.
+//     Locally each directory it creates is fsynced into its parent, so it
+//     survives a power loss (on HDFS the NameNode's edit log does that).
 //   - List returns the entries of one directory sorted by name; Stat one path.
 //     A missing path gives an error wrapping ErrNotExist.
 //
 // NewLocalNoSync gives a local FS without fsync, for tests and scratch output.
+//
+// Mem is an in-memory FS that models what Local makes durable call for call
+// (a closed file and its directory listing, a new directory in its parent,
+// both directories of a move; never a removal); Mem.Crash simulates a
+// power loss by keeping only that. Tests stack Faulty on Mem to cut the
+// power at any operation.
 //
 // Errors are wrapped with the operation and path and classified with
 // errors.Is(err, ErrExist / ErrNotExist / ErrInjected).

@@ -41,6 +41,7 @@ func implementations(t *testing.T) map[string]func(t *testing.T) filesystem.FS {
 			}
 			return filesystem.NewFaulty(l, -1, false)
 		},
+		"mem": func(t *testing.T) filesystem.FS { return filesystem.NewMem(nil) },
 		"hdfs": func(t *testing.T) filesystem.FS {
 			addr := hdfs.Start(t)
 			h, err := filesystem.Open(fmt.Sprintf("hdfs://%s/fstest/%d", addr, hdfsSeq.Add(1)))
@@ -222,5 +223,39 @@ func TestHDFSEnvironment(t *testing.T) {
 	mustNil(t, err)
 	if owner := st.(*hdfsclient.FileInfo).Owner(); owner != "alice" {
 		t.Fatalf("owner %q, want alice", owner)
+	}
+}
+
+// TestMemCrash: Crash keeps what Local makes durable and drops the rest.
+func TestMemCrash(t *testing.T) {
+	m := filesystem.NewMem(nil)
+	mustNil(t, m.MkdirAll("d/e"))
+	mustNil(t, m.WriteExclusive("d/e/kept", []byte("k")))
+	open, err := m.Create("d/open") // never closed: data not synced
+	mustNil(t, err)
+	open.Write([]byte("lost"))
+	closed, err := m.Create("d/closed")
+	mustNil(t, err)
+	closed.Write([]byte("whole"))
+	mustNil(t, closed.Close()) // syncs d: d/open's entry too, without data
+	mustNil(t, m.MkdirAll("d/f"))
+	mustNil(t, m.WriteExclusive("d/f/r", []byte("r")))
+	mustNil(t, m.Rename("d/f/r", "d/e/moved"))
+	mustNil(t, m.Remove("d/e/kept")) // not synced: comes back
+	late, err := m.Create("d/late")  // d not synced since
+	mustNil(t, err)
+	late.Write([]byte("x"))
+	m.Crash()
+	want := map[string]string{"d/e/kept": "k", "d/open": "", "d/closed": "whole", "d/e/moved": "r"}
+	for name, data := range want {
+		b, err := filesystem.ReadFile(m, name)
+		if err != nil || string(b) != data {
+			t.Errorf("%s after crash: %q %v, want %q", name, b, err, data)
+		}
+	}
+	for _, gone := range []string{"d/late", "d/f/r"} {
+		if ok, _ := filesystem.Exists(m, gone); ok {
+			t.Errorf("%s survived the crash", gone)
+		}
 	}
 }

@@ -101,7 +101,13 @@ func (l *Local) syncDir(dir string) error {
 	return syncDir(dir)
 }
 
+// syncHook, when set, sees every directory sync (tests).
+var syncHook atomic.Pointer[func(dir string)]
+
 func syncDir(dir string) error {
+	if h := syncHook.Load(); h != nil {
+		(*h)(dir)
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -181,15 +187,20 @@ func (l *Local) Rename(oldname, newname string) error {
 		return l.syncDir(filepath.Dir(np))
 	}
 	if err := os.Link(op, np); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		// Already moved (a crash between link and unlink, or a concurrent
+		// roll-forward): the destination is this very file. Finish the move.
+		nst, serr := os.Lstat(np)
+		if serr != nil || !os.SameFile(st, nst) {
 			return &fs.PathError{Op: "rename", Path: newname, Err: ErrExist}
 		}
-		return err
 	}
 	if err := l.syncDir(filepath.Dir(np)); err != nil {
 		return err
 	}
-	if err := os.Remove(op); err != nil {
+	if err := os.Remove(op); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return l.syncDir(filepath.Dir(op))
@@ -216,13 +227,40 @@ func (l *Local) RemoveAll(name string) error {
 	return os.RemoveAll(p)
 }
 
-// MkdirAll implements FS.
+// MkdirAll implements FS: each directory it creates is fsynced into its
+// parent, so a new directory (and what is later made durable in it)
+// survives a power loss.
 func (l *Local) MkdirAll(name string) error {
 	p, err := l.path(name)
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(p, 0o755)
+	var missing []string
+	for d := p; d != l.root && len(d) > len(l.root); d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return &fs.PathError{Op: "mkdir", Path: name, Err: fmt.Errorf("%s is not a directory", d)}
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := l.syncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // List implements FS.

@@ -187,7 +187,7 @@ func (e *Engine) RunTask(ctx context.Context, job scheduler.Job, task scheduler.
 		w.Abort()
 		return scheduler.TaskReport{}, err
 	}
-	res, err := w.Commit()
+	res, err := w.Commit(task.End) // read() returns nil only once the reader reached task.End
 	if err != nil {
 		return scheduler.TaskReport{}, err
 	}

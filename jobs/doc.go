@@ -1,0 +1,40 @@
+// Package jobs runs load jobs: a YAML job spec (Spec), decoders (Avro with
+// the Confluent framing and a schema registry, Avro with a schema file,
+// JSON typed by a schema or inferred, string, bytes), mappers (the Mapper
+// interface, a registry of named mappers, identity / select / where), the
+// runner (Loader: plan → tasks on a pool of workers → run report),
+// checkpoints and replay.
+//
+//	JOB.yaml ─► LoadSpec ─► Open ─► Loader
+//	                                  │ Plan = Preview (inputformat.Cut over ListOffsets)
+//	                                  │        + Prepare (start records, skip commits)
+//	                                  ▼
+//	            splits ─► workers ─► RunTask: Reader [start, end) ─► Decoder ─► where ─► Mapper
+//	                                  ─► writers.SplitWriter (files under _sluice/tmp)
+//	                                  ─► wait for the partition's turn ─► Commit(reached)
+//	                                  ▼
+//	            RunReport ─► stdout and _sluice/runs/<run id>.json
+//
+// # What jobs keeps in the output (beside the writers' commits)
+//
+//	_sluice/runs/<run id>.json                      run reports (a run id is also a checkpoint)
+//	_sluice/start/<topic>/<partition>               where a partition never loaded starts (created once, exclusively)
+//	_sluice/schemas/<job>.avsc                      the JSON schema inferred once and then held
+//	_sluice/dead-letter/<t>/<p>/<start>.<attempt>.jsonl   dead letters; only the committed attempt's count
+//
+// # Exactly once
+//
+// A task commits only when its reader reached the split's end, and only as
+// the next link of its partition's chain (the writers enforce both). Within
+// a run the splits of a partition are read in parallel and commit in offset
+// order (turns); across processes a split that does not continue the chain
+// fails with ErrNotReady and nothing of it is committed. A bad record under
+// on_bad_record: fail aborts its attempt: nothing of the split is committed.
+//
+// # Concurrency
+//
+// A Loader is safe for concurrent use; its decoder caches registry schemas
+// under a mutex, and each task makes its own mapper, reader and writer. The
+// turns of a run are guarded by one mutex; a waiting task renews its
+// attempt's lease. No lock is held across I/O.
+package jobs

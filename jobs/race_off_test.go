@@ -1,0 +1,5 @@
+//go:build !race
+
+package jobs_test
+
+const raceEnabled = false

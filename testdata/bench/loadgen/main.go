@@ -1,0 +1,101 @@
+// Command loadgen produces seeded, realistic Avro page views (unframed,
+// typed by testdata/bench/pageview.avsc) for testdata/bench/load.sh: 10,000
+// users, thousands of URLs, referrers, user agents, millisecond timestamps
+// spread over the given span.
+//
+//	go run ./testdata/bench/loadgen --bootstrap 127.0.0.1:9092 --topic pv --records 5000000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const schemaText = `{"type": "record", "name": "PageView", "namespace": "sluice.bench", "fields": [
+  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "user_id", "type": "long"},
+  {"name": "session_id", "type": "string"},
+  {"name": "url", "type": "string"},
+  {"name": "status", "type": "int"},
+  {"name": "referrer", "type": ["null", "string"], "default": null},
+  {"name": "user_agent", "type": "string"},
+  {"name": "duration_ms", "type": "int"}
+]}`
+
+func main() {
+	bootstrap := flag.String("bootstrap", "127.0.0.1:9092", "broker")
+	topic := flag.String("topic", "pageviews", "topic (must exist)")
+	records := flag.Int("records", 1_000_000, "records to produce")
+	span := flag.Duration("span", 5*time.Hour, "time the records span")
+	schemaOut := flag.String("schema-out", "", "write the Avro schema here")
+	flag.Parse()
+	if *schemaOut != "" {
+		if err := os.WriteFile(*schemaOut, []byte(schemaText), 0o644); err != nil {
+			fail(err)
+		}
+	}
+	schema := avro.MustParse(schemaText)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerLinger(10*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		fail(err)
+	}
+	defer cl.Close()
+	rng := rand.New(rand.NewSource(1))
+	urls := make([]string, 3000)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("/%s/%d?ref=%d", []string{"p", "c", "search", "cart", "blog"}[i%5], i*7919%100000, i%13)
+	}
+	agents := make([]string, 300)
+	for i := range agents {
+		agents[i] = fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.%d (KHTML, like Gecko) Chrome/%d.0.%d Safari/537.36", i%40, 90+i%30, 4000+i)
+	}
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	errs := make(chan error, 1)
+	for i := 0; i < *records; i++ {
+		user := rng.Int63n(1_000_000)
+		v := map[string]any{
+			"ts": base.Add(time.Duration(int64(*span) * int64(i) / int64(*records))), "user_id": user,
+			"session_id": fmt.Sprintf("%016x", rng.Uint64()), "url": urls[rng.Intn(len(urls))],
+			"status": []int{200, 200, 200, 200, 200, 301, 304, 404, 500}[rng.Intn(9)], "referrer": nil,
+			"user_agent": agents[rng.Intn(len(agents))], "duration_ms": rng.Intn(60_000),
+		}
+		if rng.Intn(3) == 0 {
+			v["referrer"] = urls[rng.Intn(len(urls))]
+		}
+		b, err := avro.Marshal(schema, v)
+		if err != nil {
+			fail(err)
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: *topic, Key: []byte(fmt.Sprint(user)), Value: b, Timestamp: v["ts"].(time.Time)},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		fail(err)
+	}
+	select {
+	case err := <-errs:
+		fail(err)
+	default:
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "loadgen:", err)
+	os.Exit(1)
+}

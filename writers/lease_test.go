@@ -1,0 +1,138 @@
+package writers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/writers/format"
+)
+
+// testClock is an injected clock tests move by hand.
+type testClock struct{ now time.Time }
+
+func (c *testClock) Now() time.Time          { return c.now }
+func (c *testClock) Sleep(d time.Duration)   { c.now = c.now.Add(d) }
+func (c *testClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
+// leaseStore is a store whose attempts hold a one-minute lease, on a clock
+// two hours ahead of the files' modification times (so a judge by mtime
+// would call every attempt dead).
+func leaseStore(t *testing.T) (*Store, *testClock) {
+	c := &testClock{now: time.Now().Add(2 * time.Hour)}
+	return NewStore(localFS(t), StoreOptions{Clock: c.Now, Sleep: c.Sleep, Lease: time.Minute}), c
+}
+
+// writeAll writes the whole split through w, moving the clock by step
+// between records.
+func writeAll(t *testing.T, w *SplitWriter, c *testClock, step time.Duration) {
+	t.Helper()
+	split := w.Attempt().Split()
+	for off := split.Start; off < split.End; off++ {
+		c.Advance(step)
+		if err := w.Write(pageViewSchema(t), pageView(off), format.Meta{Offset: off, Timestamp: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLeaseKeepsLiveAttempt: an attempt that writes for 5 minutes with a
+// 1-minute lease renews it as it goes; Recover leaves it alone all along
+// (its files' mtimes are hours old by the store's clock), and it commits.
+func TestLeaseKeepsLiveAttempt(t *testing.T) {
+	store, c := leaseStore(t)
+	w, err := NewSplitWriter(store, workload, workloadConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := workload
+	for off := split.Start; off < split.End; off++ {
+		c.Advance(time.Second)
+		if err := w.Write(pageViewSchema(t), pageView(off), format.Meta{Offset: off, Timestamp: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if off%50 == 0 {
+			rep, err := store.Recover(split.Topic, split.Partition)
+			if err != nil || len(rep.Pending) != 1 || len(rep.Discarded) != 0 {
+				t.Fatalf("offset %d: recover took a live attempt: %+v %v", off, rep, err)
+			}
+		}
+	}
+	leases := 0
+	for _, f := range walkFiles(t, store.FS(), w.Attempt().dir) {
+		if strings.Contains(f, leasePrefix) {
+			leases++
+		}
+	}
+	if leases != 1 {
+		t.Fatalf("%d lease files, want the newest only", leases)
+	}
+	if res, err := w.Commit(split.End); err != nil || !res.Won {
+		t.Fatalf("%+v %v", res, err)
+	}
+	verifyExactlyOnce(t, store.FS(), split)
+}
+
+// TestLeaseExpiredAttemptCannotCommit: an attempt that stalls past its
+// lease is taken by Recover; when it wakes up its commit is refused and
+// a new attempt loads the split once.
+func TestLeaseExpiredAttemptCannotCommit(t *testing.T) {
+	store, c := leaseStore(t)
+	w, _ := NewSplitWriter(store, workload, workloadConfig(t))
+	writeAll(t, w, c, 0)
+	c.Advance(2 * time.Minute) // a stall: no renewal
+	rep, err := store.Recover(workload.Topic, workload.Partition)
+	if err != nil || len(rep.Discarded) != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if res, err := w.Commit(workload.End); !errors.Is(err, ErrAttemptExpired) || res.Won {
+		t.Fatalf("commit of a reaped attempt: %+v %v", res, err)
+	}
+	if res, err := runSplit(store, workload, workloadConfig(t), pageViewSchema(t)); err != nil || !res.Won {
+		t.Fatalf("re-run: %+v %v", res, err)
+	}
+	verifyExactlyOnce(t, store.FS(), workload)
+}
+
+// TestLeaseRaceCommitDuringRecover: a stalled attempt (lease expired)
+// wakes up and commits while Recover is between its look at the attempt
+// and its deletion. Either the commit stands with all its files, or the
+// attempt is refused; never a manifest whose files were deleted.
+func TestLeaseRaceCommitDuringRecover(t *testing.T) {
+	for _, when := range []string{"before reap", "after reap"} {
+		t.Run(when, func(t *testing.T) {
+			store, c := leaseStore(t)
+			w, _ := NewSplitWriter(store, workload, workloadConfig(t))
+			writeAll(t, w, c, 0)
+			c.Advance(2 * time.Minute)
+			var res Result
+			var cerr error
+			hook := func(string) { res, cerr = w.Commit(workload.End) }
+			if when == "before reap" {
+				testHookBeforeReap = hook
+			} else {
+				testHookAfterReap = hook
+			}
+			defer func() { testHookBeforeReap, testHookAfterReap = nil, nil }()
+			rep, err := store.Recover(workload.Topic, workload.Partition)
+			if err != nil {
+				t.Fatalf("recover: %v", err)
+			}
+			t.Logf("commit: won=%v err=%v; recovery %+v", res.Won, cerr, rep)
+			if when == "before reap" {
+				if cerr != nil || !res.Won {
+					t.Fatalf("the attempt claimed first and must win: %+v %v", res, cerr)
+				}
+			} else {
+				if !errors.Is(cerr, ErrAttemptExpired) || res.Won {
+					t.Fatalf("the reaped attempt committed: %+v %v", res, cerr)
+				}
+				if res, err := runSplit(store, workload, workloadConfig(t), pageViewSchema(t)); err != nil || !res.Won {
+					t.Fatalf("re-run: %+v %v", res, err)
+				}
+			}
+			verifyExactlyOnce(t, store.FS(), workload)
+		})
+	}
+}
