@@ -26,7 +26,7 @@ func commit(t *testing.T, store *writers.Store, part *writers.Partitioner, p int
 			t.Fatal(err)
 		}
 	}
-	if res, err := w.Commit(); err != nil || !res.Won {
+	if res, err := w.Commit(start + int64(len(times))); err != nil || !res.Won {
 		t.Fatalf("commit: %v %+v", err, res)
 	}
 }
