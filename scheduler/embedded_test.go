@@ -357,7 +357,20 @@ func TestEmbeddedSpecChanges(t *testing.T) {
 		st := h.sched.Status()
 		return len(st) == 1 && st[0].Next.Equal(time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC))
 	})
+	// A second spec with the same name is refused while the first exists,
+	// and taken once the first is gone.
+	dup := writeSpec(t, t.TempDir(), "a", h.addr, "pv", h.out, "@daily", "")
+	if err := os.Rename(dup, filepath.Join(h.jobs, "a-copy.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second)
 	os.Remove(p)
+	h.clock.Advance(time.Second)
+	waitFor(t, "the copy of job a to take over", func() bool {
+		st := h.sched.Status()
+		return len(st) == 1 && st[0].Next.Equal(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	})
+	os.Remove(filepath.Join(h.jobs, "a-copy.yaml"))
 	h.clock.Advance(time.Second)
 	waitFor(t, "job a removed", func() bool { return len(h.sched.Status()) == 0 })
 }

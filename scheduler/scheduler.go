@@ -103,6 +103,7 @@ type Scheduler struct {
 	files   map[string]string    // spec path -> job name
 	running map[string]string    // job name -> run id in flight
 	skipped map[string]int       // job name -> ticks skipped during the run in flight
+	refused map[string]string    // spec path -> hash of the content refused (reported once)
 	outputs map[string]filesystem.FS
 	runs    sync.WaitGroup
 }
@@ -112,7 +113,6 @@ type jobState struct {
 	hash     string
 	schedule cron.Schedule
 	next     time.Time
-	badHash  string // hash of an invalid newer version already reported
 }
 
 // JobStatus is a job as the scheduler sees it now.
@@ -155,7 +155,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	return &Scheduler{opts: opts, log: opts.Logger, clock: opts.Clock, wake: make(chan struct{}, 1),
 		jobs: map[string]*jobState{}, files: map[string]string{}, running: map[string]string{},
-		skipped: map[string]int{}, outputs: map[string]filesystem.FS{}}, nil
+		skipped: map[string]int{}, refused: map[string]string{}, outputs: map[string]filesystem.FS{}}, nil
 }
 
 // Status lists the scheduled jobs by name.
@@ -331,6 +331,28 @@ func (s *Scheduler) scan(keep map[string]bool) {
 	seen := map[string]bool{}
 	for _, p := range paths {
 		seen[p] = true
+	}
+	// Removals first, so that a spec taking over a removed one's name is
+	// accepted in the same scan.
+	s.mu.Lock()
+	for p := range s.refused {
+		if !seen[p] {
+			delete(s.refused, p)
+		}
+	}
+	for p, name := range s.files {
+		if !seen[p] {
+			delete(s.files, p)
+			if js := s.jobs[name]; js != nil && js.job.Path == p {
+				delete(s.jobs, name)
+			}
+			clear(s.refused) // a spec refused for a duplicate name may fit now
+			s.log.Info("job removed", "job", name, "path", p)
+			s.opts.Metrics.jobsChanged(len(s.jobs))
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			s.log.Error("cannot read a job spec", "path", p, "err", err)
@@ -339,16 +361,6 @@ func (s *Scheduler) scan(keep map[string]bool) {
 		sum := sha256.Sum256(data)
 		s.apply(p, data, hex.EncodeToString(sum[:]), keep)
 	}
-	s.mu.Lock()
-	for p, name := range s.files {
-		if !seen[p] {
-			delete(s.files, p)
-			delete(s.jobs, name)
-			s.log.Info("job removed", "job", name, "path", p)
-			s.opts.Metrics.jobsChanged(len(s.jobs))
-		}
-	}
-	s.mu.Unlock()
 }
 
 func specFiles(dir string) ([]string, error) {
@@ -375,27 +387,30 @@ func (s *Scheduler) apply(path string, data []byte, hash string, keep map[string
 	if known {
 		cur = s.jobs[name]
 	}
+	refused := s.refused[path] == hash
 	s.mu.Unlock()
-	if cur != nil && (cur.hash == hash || cur.badHash == hash) {
+	if refused || (cur != nil && cur.hash == hash) {
 		return
 	}
 	job, sched, err := s.parse(path, data)
 	if err != nil {
+		// Reported once per content; a previous version keeps its schedule.
 		s.log.Error("job spec refused", "path", path, "err", err)
 		s.opts.Metrics.specRefused()
-		if cur != nil {
-			s.mu.Lock()
-			cur.badHash = hash // reported once; the previous version keeps its schedule
-			s.mu.Unlock()
-		}
+		s.mu.Lock()
+		s.refused[path] = hash
+		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if other, ok := s.jobs[job.Name]; ok && other.job.Path != path {
 		s.log.Error("job spec refused: another spec has the same name", "path", path, "job", job.Name, "other", other.job.Path)
+		s.opts.Metrics.specRefused()
+		s.refused[path] = hash // tried again when it changes or the other spec goes
 		return
 	}
+	delete(s.refused, path)
 	if known && name != job.Name { // renamed
 		delete(s.jobs, name)
 	}
