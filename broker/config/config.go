@@ -68,6 +68,7 @@ type Topic struct {
 	MaxMessageBytes      int64  // max.message.bytes
 	MessageTimestampType string // message.timestamp.type: CreateTime | LogAppendTime
 	CleanupPolicy        string // cleanup.policy: delete | compact | compact,delete
+	DeleteRetentionMs    int64  // delete.retention.ms: how long compaction keeps tombstones
 }
 
 // Default returns the broker configuration with Apache Kafka's defaults.
@@ -95,6 +96,7 @@ func Default() Broker {
 			MaxMessageBytes:      1048588,
 			MessageTimestampType: "CreateTime",
 			CleanupPolicy:        "delete",
+			DeleteRetentionMs:    86400000,
 		},
 		props: map[string]string{},
 	}
@@ -263,6 +265,7 @@ var brokerProps = []brokerProp{
 			return err
 		},
 		get: func(b *Broker) string { return b.TopicDefaults.MessageTimestampType }},
+	int64Prop("log.cleaner.delete.retention.ms", "how long compaction keeps tombstones (topic: delete.retention.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.DeleteRetentionMs }, 0),
 	{name: "log.cleanup.policy", doc: "delete, compact or compact,delete (topic: cleanup.policy)",
 		apply: func(b *Broker, v string) error {
 			p, err := parseCleanupPolicy(v)
@@ -351,7 +354,7 @@ func (b Broker) Unknown() []string {
 		if a, ok := brokerAliases[k]; ok {
 			name = a
 		}
-		if _, ok := findBrokerProp(name); !ok {
+		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) {
 			out = append(out, k)
 		}
 	}

@@ -41,6 +41,7 @@ var topicProps = []topicProp{
 	topicInt("flush.messages", "log.flush.interval.messages", "fsync after this many messages", func(t *Topic) *int64 { return &t.FlushMessages }, 1),
 	topicInt("flush.ms", "log.flush.interval.ms", "fsync data older than this", func(t *Topic) *int64 { return &t.FlushMs }, 0),
 	topicInt("max.message.bytes", "message.max.bytes", "largest record batch accepted", func(t *Topic) *int64 { return &t.MaxMessageBytes }, 0),
+	topicInt("delete.retention.ms", "log.cleaner.delete.retention.ms", "how long compaction keeps tombstones", func(t *Topic) *int64 { return &t.DeleteRetentionMs }, 0),
 	{name: "message.timestamp.type", broker: "log.message.timestamp.type", doc: "CreateTime or LogAppendTime",
 		set: func(t *Topic, v string) error {
 			x, err := parseTimestampType(v)

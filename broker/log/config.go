@@ -29,19 +29,26 @@ type Config struct {
 	FlushMs            time.Duration // flush.ms, default 0 = page cache
 	MaxMessageBytes    int           // max.message.bytes (largest batch), default 1048588
 	TimestampType      TimestampType // message.timestamp.type, default CreateTime
+	Compact            bool          // cleanup.policy includes compact: Compact keeps the newest record per key
+	DeleteRetention    time.Duration // delete.retention.ms, default 1 day: how long compaction keeps tombstones
+	// ProducerIDExpiration is the broker's producer.id.expiration.ms
+	// (default 1 day): an idempotent producer idle this long is forgotten.
+	ProducerIDExpiration time.Duration
 }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{
-		SegmentBytes:       1 << 30,
-		SegmentMs:          7 * 24 * time.Hour,
-		IndexIntervalBytes: 4096,
-		SegmentIndexBytes:  10 << 20,
-		RetentionMs:        7 * 24 * time.Hour,
-		RetentionBytes:     -1,
-		MaxMessageBytes:    1048588,
-		TimestampType:      CreateTime,
+		SegmentBytes:         1 << 30,
+		SegmentMs:            7 * 24 * time.Hour,
+		IndexIntervalBytes:   4096,
+		SegmentIndexBytes:    10 << 20,
+		RetentionMs:          7 * 24 * time.Hour,
+		RetentionBytes:       -1,
+		MaxMessageBytes:      1048588,
+		TimestampType:        CreateTime,
+		DeleteRetention:      24 * time.Hour,
+		ProducerIDExpiration: 24 * time.Hour,
 	}
 }
 
@@ -68,6 +75,12 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = d.DeleteRetention
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = d.ProducerIDExpiration
 	}
 	switch {
 	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:

@@ -121,11 +121,13 @@
 //
 // # Limits
 //
-//   - cleanup.policy=compact is not implemented here; recovery requires
-//     contiguous offsets, which compaction will relax.
+//   - Compaction (compact.go) keeps whole a batch it cannot decompress
+//     within 64 MiB; recovery accepts offset holes only in compacting logs.
 //   - Transactional batches and control batches from clients are rejected
 //     (ErrInvalidRecord); followers may append control batches.
-//   - Idempotent producers never expire (Kafka: producer.id.expiration.ms).
+//   - Idempotent producers idle for producer.id.expiration.ms are forgotten
+//     at a retention pass; the idle time is not in snapshots, so after a
+//     restart it counts from the first pass.
 //   - A segment file closed by the file cache while it has unsynced data is
 //     synced later through a new descriptor; Linux reports a writeback error
 //     that happened in between only to descriptors open at the time, so such

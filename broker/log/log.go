@@ -50,6 +50,8 @@ type Log struct {
 	metrics *Metrics
 	mgr     *Manager // nil when opened outside a manager (tests)
 
+	cleaner cleanerState // compaction's own state; cleaner.mu is taken before mu
+
 	mu sync.RWMutex
 	// Guarded by mu.
 	cfg           Config
@@ -345,6 +347,9 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 		seg.onAppend(&hdrs[i], pos, interval)
 		pos += hdrs[i].size()
 		l.producers.update(&hdrs[i])
+	}
+	if idempotent {
+		l.producers.touch(hdrs[0].ProducerID, l.clock.Now())
 	}
 	seg.size = pos
 	res.BaseOffset = hdrs[0].BaseOffset

@@ -131,6 +131,7 @@ func (l *Log) maintain() error {
 	if err := l.retentionLocked(); err != nil {
 		return err
 	}
+	l.expireProducersLocked(now)
 	// The periodic checkpoint only records what is already synced.
 	if !l.checkpointNeededLocked() {
 		return nil

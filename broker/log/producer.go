@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // producerBatchesKept is how many recent batches per producer are remembered
@@ -18,6 +19,9 @@ type producerBatch struct {
 type producerEntry struct {
 	Epoch   int16
 	Batches []producerBatch // oldest first, at most producerBatchesKept
+	// lastSeen is the clock time of the producer's last append (not in
+	// snapshots: an entry loaded at open counts from its first expiry check).
+	lastSeen time.Time
 }
 
 // producerState is the idempotent-producer table of one partition. It is

@@ -40,6 +40,12 @@ type recoverResult struct {
 // one. It stops at the first invalid batch; an error is an I/O error only.
 // Memory is bounded by the largest batch (never more than size - pos).
 func recoverSegment(f vfs.File, size, pos, next int64, fn func(h *batchHeader, pos int64)) (recoverResult, error) {
+	return recoverSegmentGaps(f, size, pos, next, false, fn)
+}
+
+// recoverSegmentGaps is recoverSegment; with gaps, base offsets need only
+// grow (a compacted segment has holes where records were removed).
+func recoverSegmentGaps(f vfs.File, size, pos, next int64, gaps bool, fn func(h *batchHeader, pos int64)) (recoverResult, error) {
 	r := newFileReader(f, size)
 	defer r.release()
 	res := recoverResult{end: pos, next: next}
@@ -77,7 +83,7 @@ func recoverSegment(f vfs.File, size, pos, next int64, fn func(h *batchHeader, p
 		if h.LastOffsetDelta < 0 || h.RecordCount < 0 {
 			return stop(tailCorrupt, "batch at position %d: lastOffsetDelta %d", pos, h.LastOffsetDelta)
 		}
-		if h.BaseOffset != next {
+		if h.BaseOffset != next && !(gaps && h.BaseOffset > next) {
 			return stop(tailCorrupt, "batch at position %d has base offset %d, want %d", pos, h.BaseOffset, next)
 		}
 		if fn != nil {
@@ -312,7 +318,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 		if i > k {
 			pos = 0
 		}
-		if s.base != next && pos == 0 {
+		if pos == 0 && (s.base < next || (s.base > next && !l.cfg.Compact)) {
 			// A gap between segments: the rest cannot be trusted.
 			l.logger.Warn("segment does not continue the log; dropping it and what follows", "segment", s.base, "want", next)
 			l.metrics.RecoveredCorrupt.Add(1)
@@ -335,7 +341,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 		if err != nil {
 			return err
 		}
-		res, err := recoverSegment(f, s.size, pos, next, func(h *batchHeader, at int64) {
+		res, err := recoverSegmentGaps(f, s.size, pos, next, l.cfg.Compact, func(h *batchHeader, at int64) {
 			s.onAppend(h, at, interval)
 			if h.LeaderEpoch >= 0 && (len(l.epochs) == 0 || l.epochs[len(l.epochs)-1].Epoch < h.LeaderEpoch) {
 				l.epochs = append(l.epochs, epochEntry{h.LeaderEpoch, h.BaseOffset})

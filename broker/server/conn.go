@@ -283,6 +283,9 @@ func (c *conn) handle(f frame) (err error) {
 	}
 	a := lookupAPI(hdr.key)
 	if a == nil {
+		if rep, ok := unsupportedKeyReply(hdr, body); ok {
+			return c.writeReply(hdr, rep, f.arrived, unservedAPI)
+		}
 		return fmt.Errorf("%w: unknown api key %d", ErrBadFrame, hdr.key)
 	}
 	defer func() {

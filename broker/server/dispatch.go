@@ -17,7 +17,7 @@ const apiVersionsKey = 18
 
 // apis is the dispatch table (filled in init to break the initialisation
 // cycle through the ApiVersions handler, which lists it): one entry per served API, each implemented in
-// its own file. Keys left out (groups, transactions, replication) close the
+// its own file. Keys left out (transactions, replication) close the
 // connection like any unknown key; they come with later issues.
 var apis []*api
 
@@ -27,11 +27,28 @@ func init() {
 		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
 		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
 		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata},
+		{key: 8, name: "OffsetCommit", advertisedMin: 2, max: 8, handle: handleOffsetCommit},
+		{key: 9, name: "OffsetFetch", advertisedMin: 1, max: 8, handle: handleOffsetFetch},
+		{key: 10, name: "FindCoordinator", advertisedMin: 0, max: 4, handle: handleFindCoordinator},
+		{key: 11, name: "JoinGroup", advertisedMin: 0, max: 9, handle: handleJoinGroup},
+		{key: 12, name: "Heartbeat", advertisedMin: 0, max: 4, handle: handleHeartbeat},
+		{key: 13, name: "LeaveGroup", advertisedMin: 0, max: 5, handle: handleLeaveGroup},
+		{key: 14, name: "SyncGroup", advertisedMin: 0, max: 5, handle: handleSyncGroup},
+		{key: 15, name: "DescribeGroups", advertisedMin: 0, max: 5, handle: handleDescribeGroups},
+		{key: 16, name: "ListGroups", advertisedMin: 0, max: 4, handle: handleListGroups},
 		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
 		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
 		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
+		{key: 21, name: "DeleteRecords", advertisedMin: 0, max: 2, handle: handleDeleteRecords},
 		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
+		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch},
 		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
+		{key: 33, name: "AlterConfigs", advertisedMin: 0, max: 2, handle: handleAlterConfigs},
+		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs},
+		{key: 37, name: "CreatePartitions", advertisedMin: 0, max: 3, handle: handleCreatePartitions},
+		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: handleDeleteGroups},
+		{key: 44, name: "IncrementalAlterConfigs", advertisedMin: 0, max: 1, handle: handleIncrementalAlterConfigs},
+		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
 	for _, a := range apis {

@@ -33,7 +33,10 @@
 // partition.mu, which serialises append + high-watermark update. Lock order:
 // registry.mu before partition.mu; no lock is held while waiting in a Fetch
 // long poll or writing to a socket. The producer-id allocator has its own
-// mutex and takes no other lock.
+// mutex and takes no other lock. The group coordinator (broker/group) holds
+// its own mutex while it appends to __consumer_offsets through the registry:
+// Coordinator.mu before registry.mu before partition.mu; JoinGroup and
+// SyncGroup wait for their answer without any lock.
 //
 // Persistent state next to the partition directories in the data dir:
 //

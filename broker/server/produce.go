@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 )
 
@@ -42,6 +43,9 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		st.Topic = rt.Topic
 		var t *topic
 		code := global
+		if code == 0 && rt.Topic == group.OffsetsTopic {
+			code = kerr.InvalidTopicException.Code // written by the group coordinator only, as on Kafka
+		}
 		if code == 0 {
 			t, code = s.topics.getOrAutoCreate(rt.Topic, true)
 		}

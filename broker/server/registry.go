@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -128,6 +129,7 @@ func openRegistry(store MetaStore, mgr *plog.Manager, b config.Broker, logger *s
 
 func (r *registry) openPartitions(t *topic, n int32) error {
 	lc := logConfig(t.cfg)
+	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
 	for p := int32(0); p < n; p++ {
 		tp := plog.TopicPartition{Topic: t.name, Partition: p}
 		l, err := r.mgr.Open(tp, lc)
@@ -158,9 +160,10 @@ func logConfig(t config.Topic) plog.Config {
 		c.RetentionMs = time.Duration(t.RetentionMs) * time.Millisecond
 	}
 	c.RetentionBytes = t.RetentionBytes
+	c.Compact = strings.Contains(t.CleanupPolicy, "compact")
+	c.DeleteRetention = max(time.Duration(t.DeleteRetentionMs)*time.Millisecond, time.Millisecond)
 	if t.CleanupPolicy == "compact" {
-		// A compact-only topic is never trimmed by time or size (Kafka's
-		// rule). broker/log does not compact yet, so it keeps everything.
+		// A compact-only topic is never trimmed by time or size (Kafka's rule).
 		c.RetentionMs, c.RetentionBytes = -1, -1
 	}
 	c.FlushMessages = 0

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
 )
@@ -43,6 +44,7 @@ type Server struct {
 	pids     *producerIDs
 	metrics  *metrics
 	sessions *fetchSessions // incremental fetch sessions
+	groups   *group.Coordinator
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -55,8 +57,8 @@ type Server struct {
 	closed    bool
 
 	connWG      sync.WaitGroup // one per connection
-	retentionWG sync.WaitGroup
-	longPolls   atomic.Int64 // Fetch requests waiting for data (tests, metrics)
+	retentionWG sync.WaitGroup // the retention, group ticker and log cleaner goroutines
+	longPolls   atomic.Int64   // Fetch requests waiting for data (tests, metrics)
 
 	unlock func() // releases the data directory lock
 
@@ -113,12 +115,20 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	groups, err := openGroups(opts, cfg, reg, m)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)),
-		ctx:      ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
-	s.retentionWG.Add(1)
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), groups: groups,
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
+	s.retentionWG.Add(3)
 	go s.retentionLoop()
+	go s.groupLoop()
+	go s.cleanerLoop()
 	return s, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,27 +18,11 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 }
 
 func newTopicsCommand() *cobra.Command {
-	var bootstrap string
-	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "topics",
 		Short: "Create, list, describe and delete topics on a Kafka-protocol broker",
 	}
-	cmd.PersistentFlags().StringVar(&bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
-	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
-
-	withAdmin := func(c *cobra.Command, fn func(ctx context.Context, a *kafka.Admin) error) error {
-		ctx, cancel := signalContext(c.Context())
-		defer cancel()
-		ctx, cancelT := context.WithTimeout(ctx, timeout)
-		defer cancelT()
-		a, err := kafka.NewAdmin(bootstrap)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		return fn(ctx, a)
-	}
+	withAdmin := newAdminRunner(cmd).run
 
 	var (
 		partitions  int32

@@ -11,9 +11,14 @@
 # Not part of `make test`. Usage (from anywhere in the repo):
 #   testdata/bench/vs-kafka.sh                # ~10 minutes on 2 cores
 #   RECORDS_100=500000 RECORDS_1K=100000 testdata/bench/vs-kafka.sh   # quicker
+#   CONFIGS="100:6:1" FIXED=0 REPEAT=1 RECORDS_100=200000 testdata/bench/vs-kafka.sh   # a smoke run
 # Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
 # FIXED_RECORDS, REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
-# KEEP=1 keeps the work directory.
+# CONFIGS (space-separated size:partitions:acks, default all 8), FIXED=0 skips
+# the fixed-rate latency rows, KEEP=1 keeps the work directory.
+# The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
+# JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
+# group, and `sluice bench consume` (direct partition reads) beside it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,6 +30,8 @@ FIXED_RATE=${FIXED_RATE:-50000}
 # (the first send waits for metadata, then a cold JVM drains the backlog).
 FIXED_RECORDS=${FIXED_RECORDS:-1500000}
 REPEAT=${REPEAT:-2}
+CONFIGS=${CONFIGS:-"100:1:1 100:1:all 100:6:1 100:6:all 1024:1:1 1024:1:all 1024:6:1 1024:6:all"}
+FIXED=${FIXED:-1}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
 
 log() { echo "[vs-kafka] $*" >&2; }
@@ -95,7 +102,9 @@ KAFKA="127.0.0.1:$KPORT"
 
 # --- sluice -----------------------------------------------------------------
 mkdir -p "$WORK/sluice-data"
-"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 >"$WORK/sluice.log" 2>&1 &
+# The same group settings as the Kafka broker above.
+echo "group.initial.rebalance.delay.ms=0" >"$WORK/sluice.properties"
+"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 --config "$WORK/sluice.properties" >"$WORK/sluice.log" 2>&1 &
 SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
 
 wait_ready() { # name addr pid
@@ -134,11 +143,13 @@ sluice_produce() { # addr topic records size acks throughput
     --acks "$5" --throughput "$6" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
+GROUP_SEQ=0
 perf_consume() { # addr topic records
   local out
+  GROUP_SEQ=$((GROUP_SEQ + 1))
   # shellcheck disable=SC2086
   out=$(timeout 120 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$1" \
-    --topic "$2" --messages "$3" --timeout 20000 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --topic "$2" --messages "$3" --timeout 20000 --group "vs-kafka-$GROUP_SEQ-$$" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   # start, end, MB, MB.sec, nMsg, nMsg.sec, rebalance.ms, fetch.ms, fetch.MB.sec, fetch.nMsg.sec
   echo "$out" | awk -F', *' 'NF>=10 && $5+0>0 {print $10, $9, "-"; f=1} END{if(!f) print "n/a"}'
 }
@@ -170,12 +181,8 @@ pair() { # mode runner args... (first arg @ADDR@)
     if [ $kdone = no ]; then
       r=$("$runner" "$KAFKA" "${@:2}"); better "$r" "$K" "$mode" && K=$r; [ "$r" = n/a ] && kdone=yes
     fi
-    if [ $sdone = no ] && { [ "$runner" != perf_consume ] || [ $PERF_CONSUME_SLUICE = yes ]; }; then
+    if [ $sdone = no ]; then
       r=$("$runner" "$SLUICE_ADDR" "${@:2}"); better "$r" "$S" "$mode" && S=$r; [ "$r" = n/a ] && sdone=yes
-      if [ "$r" = n/a ] && [ "$runner" = perf_consume ]; then
-        PERF_CONSUME_SLUICE=no
-        log "ConsumerPerformance cannot run against sluice (it needs consumer groups); skipping it there"
-      fi
     fi
   done
   return 0
@@ -186,7 +193,6 @@ record() { # label client kafka_result sluice_result
   echo "$1|$2|$3|$4" >>"$RESULTS"
   log "$1 $2: kafka [$3] sluice [$4]"
 }
-PERF_CONSUME_SLUICE=yes
 
 run_config() { # size partitions acks
   local size=$1 parts=$2 acks=$3 n
@@ -210,24 +216,23 @@ run_config() { # size partitions acks
   fi
 }
 
-for size in 100 1024; do
-  for parts in 1 6; do
-    for acks in 1 all; do
-      run_config "$size" "$parts" "$acks"
-    done
-  done
+for c in $CONFIGS; do
+  IFS=: read -r size parts acks <<<"$c"
+  run_config "$size" "$parts" "$acks"
 done
 
 # Latency at a fixed rate: 100-byte records, acks=all, 1 partition.
-for b in kafka sluice; do
+[ "$FIXED" = 0 ] || for b in kafka sluice; do
   addr=$KAFKA; [ $b = sluice ] && addr=$SLUICE_ADDR
   "$SLUICE" topics create fixed-perf --bootstrap "$addr" -p 1 >/dev/null
   "$SLUICE" topics create fixed-sbench --bootstrap "$addr" -p 1 >/dev/null
 done
-pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
-record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
-pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
-record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$K" "$S"
+if [ "$FIXED" != 0 ]; then
+  pair latency perf_produce @ADDR@ fixed-perf "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+  record "100B p=1 acks=all @${FIXED_RATE}/s" "ProducerPerformance" "$K" "$S"
+  pair latency sluice_produce @ADDR@ fixed-sbench "$FIXED_RECORDS" 100 all "$FIXED_RATE"
+  record "100B p=1 acks=all @${FIXED_RATE}/s" "sluice bench" "$K" "$S"
+fi
 
 rss() { awk -v k="$2:" '$1==k {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 KH=$(rss "$KAFKA_PID" VmHWM); KR=$(rss "$KAFKA_PID" VmRSS)

@@ -1,0 +1,353 @@
+package group
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Sentinel errors of the group package.
+var (
+	// ErrStorage wraps a failure to read or append the offsets topic.
+	ErrStorage = errors.New("group: storage")
+	// ErrCorruptOffsets is a record of the offsets topic that cannot be parsed.
+	ErrCorruptOffsets = errors.New("group: corrupt offsets record")
+)
+
+// OffsetsTopic is the name of the internal compacted topic holding
+// committed offsets and group metadata.
+const OffsetsTopic = "__consumer_offsets"
+
+// Storage is what the coordinator needs from the broker: the partitions of
+// the offsets topic. Implementations must be safe for concurrent use; the
+// coordinator calls them while holding its own lock and they must never call
+// back into it.
+type Storage interface {
+	// OffsetsPartitions returns the partition count of OffsetsTopic. When the
+	// topic does not exist it is created (cleanup.policy=compact) with
+	// Options.OffsetsPartitions partitions if create is true; otherwise 0 is
+	// returned.
+	OffsetsPartitions(create bool) (int32, error)
+	// Append appends one RecordBatch v2 to a partition of OffsetsTopic; the
+	// log assigns the offsets. After a nil return the records are readable.
+	Append(partition int32, batch []byte) error
+	// Read returns whole record batches of a partition of OffsetsTopic,
+	// starting with the one holding offset from, up to about maxBytes (at
+	// least one batch); nothing at the end of the log.
+	Read(partition int32, from int64, maxBytes int) ([]byte, error)
+	// PartitionExists reports whether the topic has that partition.
+	PartitionExists(topic string, partition int32) bool
+}
+
+// Clock tells the time; tests pass a manual clock and call Tick.
+type Clock interface{ Now() time.Time }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Options configure a Coordinator. Zero fields take Kafka's defaults.
+type Options struct {
+	Storage Storage
+	Clock   Clock        // nil = wall clock
+	Logger  *slog.Logger // nil = slog.Default()
+
+	OffsetsPartitions      int32         // offsets.topic.num.partitions (50)
+	MinSessionTimeout      time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms (30 min)
+	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms (3 s); negative = none
+	OffsetsRetention       time.Duration // offsets.retention.minutes (7 days)
+	OffsetsRetentionCheck  time.Duration // offsets.retention.check.interval.ms (10 min)
+	MaxGroupSize           int           // group.max.size (sluice: 10,000; Kafka: unbounded)
+	OffsetMetadataMaxBytes int           // offset.metadata.max.bytes (4096)
+}
+
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = wallClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.OffsetsPartitions <= 0 {
+		o.OffsetsPartitions = 50
+	}
+	if o.MinSessionTimeout <= 0 {
+		o.MinSessionTimeout = 6 * time.Second
+	}
+	if o.MaxSessionTimeout <= 0 {
+		o.MaxSessionTimeout = 30 * time.Minute
+	}
+	if o.InitialRebalanceDelay == 0 {
+		o.InitialRebalanceDelay = 3 * time.Second
+	} else if o.InitialRebalanceDelay < 0 {
+		o.InitialRebalanceDelay = 0
+	}
+	if o.OffsetsRetention <= 0 {
+		o.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if o.OffsetsRetentionCheck <= 0 {
+		o.OffsetsRetentionCheck = 10 * time.Minute
+	}
+	if o.MaxGroupSize <= 0 {
+		o.MaxGroupSize = 10000
+	}
+	if o.OffsetMetadataMaxBytes <= 0 {
+		o.OffsetMetadataMaxBytes = 4096
+	}
+}
+
+// Coordinator is the group coordinator of a single broker: it owns every
+// group (each maps to one partition of OffsetsTopic by hash, all served
+// here). All methods are safe for concurrent use.
+type Coordinator struct {
+	opts   Options
+	clock  Clock
+	logger *slog.Logger
+
+	mu sync.Mutex // guards the fields below and every group and member
+	// groups by id.
+	groups map[string]*group
+	// partitions of OffsetsTopic; 0 until the topic exists.
+	partitions int32
+	// lastExpiry is when offsets were last checked for expiry.
+	lastExpiry time.Time
+
+	generations atomic.Int64 // generations formed (rebalances completed), for metrics
+	commits     atomic.Int64 // offsets committed, for metrics
+}
+
+// Stats is a snapshot of the coordinator for metrics.
+type Stats struct {
+	Groups      map[State]int // groups per state
+	Members     int           // members of all groups
+	Generations int64         // generations formed since start
+	Commits     int64         // offsets committed since start
+}
+
+// Stats returns the current counts.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Stats{Groups: map[State]int{}, Generations: c.generations.Load(), Commits: c.commits.Load()}
+	for _, g := range c.groups {
+		st.Groups[g.state]++
+		st.Members += len(g.members)
+	}
+	return st
+}
+
+// New loads the committed offsets and group metadata from OffsetsTopic (if
+// it exists) and returns the coordinator.
+func New(opts Options) (*Coordinator, error) {
+	opts.defaults()
+	if opts.Storage == nil {
+		return nil, fmt.Errorf("group: Options.Storage is required")
+	}
+	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{}}
+	c.lastExpiry = c.clock.Now()
+	n, err := opts.Storage.OffsetsPartitions(false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrStorage, OffsetsTopic, err)
+	}
+	c.partitions = n
+	for p := int32(0); p < n; p++ {
+		if err := c.load(p); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// load replays one partition of the offsets topic into the groups.
+func (c *Coordinator) load(p int32) error {
+	now := c.clock.Now()
+	var from int64
+	for {
+		b, err := c.opts.Storage.Read(p, from, 1<<20)
+		if err != nil {
+			return fmt.Errorf("%w: read %s-%d at %d: %w", ErrStorage, OffsetsTopic, p, from, err)
+		}
+		if len(b) == 0 {
+			return nil
+		}
+		next, err := decodeBatches(b, from, func(off int64, r record) error {
+			if err := c.replay(p, r, now); err != nil {
+				// A record sluice cannot read is skipped, not fatal: the
+				// broker must start whatever the log holds.
+				c.logger.Warn("skipping an unreadable record of the offsets topic", "partition", p, "offset", off, "err", err)
+			}
+			return nil
+		})
+		if err != nil {
+			c.logger.Warn("skipping the rest of an unreadable batch of the offsets topic", "partition", p, "err", err)
+		}
+		if next <= from {
+			return nil
+		}
+		from = next
+	}
+}
+
+// replay applies one record of partition p.
+func (c *Coordinator) replay(p int32, r record, now time.Time) error {
+	if len(r.key) < 2 {
+		return fmt.Errorf("%w: key of %d bytes in %s-%d", ErrCorruptOffsets, len(r.key), OffsetsTopic, p)
+	}
+	switch version := int16(r.key[0])<<8 | int16(r.key[1]); version {
+	case 0, keyOffsetCommit:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(r.key); err != nil {
+			return fmt.Errorf("%w: offset key in %s-%d: %v", ErrCorruptOffsets, OffsetsTopic, p, err)
+		}
+		tp := topicPartition{k.Topic, k.Partition}
+		if r.value == nil {
+			if g := c.groups[k.Group]; g != nil {
+				delete(g.offsets, tp)
+				c.dropIfUnused(g)
+			}
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(r.value); err != nil {
+			return fmt.Errorf("%w: offset value in %s-%d: %v", ErrCorruptOffsets, OffsetsTopic, p, err)
+		}
+		g := c.groupOrNew(k.Group, now)
+		g.offsets[tp] = committed{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp}
+	case keyGroupMetadata:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(r.key); err != nil {
+			return fmt.Errorf("%w: group key in %s-%d: %v", ErrCorruptOffsets, OffsetsTopic, p, err)
+		}
+		if r.value == nil {
+			if g := c.groups[k.Group]; g != nil {
+				g.resetMembership()
+				c.dropIfUnused(g)
+			}
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(r.value); err != nil {
+			return fmt.Errorf("%w: group value in %s-%d: %v", ErrCorruptOffsets, OffsetsTopic, p, err)
+		}
+		c.groupOrNew(k.Group, now).restore(&v, now)
+	default:
+		c.logger.Warn("skipping a record of unknown key version in the offsets topic", "partition", p, "version", version)
+	}
+	return nil
+}
+
+// Tick runs what time decides: join phases whose wait is over, members whose
+// session expired, syncs that never came, and (every
+// offsets.retention.check.interval.ms) the expiry of offsets of empty
+// groups. The broker calls it a few times a second; tests call it after
+// advancing their clock.
+func (c *Coordinator) Tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for _, g := range c.sortedGroups() {
+		c.tickGroup(g, now)
+	}
+	if now.Sub(c.lastExpiry) >= c.opts.OffsetsRetentionCheck {
+		c.lastExpiry = now
+		c.expireOffsetsLocked(now)
+	}
+}
+
+func (c *Coordinator) sortedGroups() []*group {
+	out := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// groupOrNew returns the group, creating it Empty.
+func (c *Coordinator) groupOrNew(id string, now time.Time) *group {
+	g := c.groups[id]
+	if g == nil {
+		g = newGroup(id, now)
+		c.groups[id] = g
+	}
+	return g
+}
+
+// dropIfUnused forgets an Empty group without offsets or expected members.
+func (c *Coordinator) dropIfUnused(g *group) {
+	if g.state == StateEmpty && len(g.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0 {
+		delete(c.groups, g.id)
+	}
+}
+
+// ensurePartitions creates the offsets topic on first use.
+func (c *Coordinator) ensurePartitions() error {
+	if c.partitions > 0 {
+		return nil
+	}
+	n, err := c.opts.Storage.OffsetsPartitions(true)
+	if err != nil {
+		return fmt.Errorf("%w: create %s: %w", ErrStorage, OffsetsTopic, err)
+	}
+	if n <= 0 {
+		return fmt.Errorf("%w: %s has no partitions", ErrStorage, OffsetsTopic)
+	}
+	c.partitions = n
+	return nil
+}
+
+// appendRecords writes records of group g to its offsets partition.
+func (c *Coordinator) appendRecords(groupID string, recs []record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := c.ensurePartitions(); err != nil {
+		return err
+	}
+	batch := encodeBatch(recs, c.clock.Now().UnixMilli())
+	p := partitionFor(groupID, c.partitions)
+	err := c.opts.Storage.Append(p, batch)
+	if err != nil {
+		// The topic may have been deleted by an administrator: recreate it
+		// (same partition count, so groups keep their partitions) and retry.
+		if n, qerr := c.opts.Storage.OffsetsPartitions(false); qerr == nil && n == 0 {
+			c.logger.Warn("the offsets topic is gone; recreating it", "topic", OffsetsTopic)
+			c.partitions = 0
+			if err = c.ensurePartitions(); err == nil {
+				p = partitionFor(groupID, c.partitions)
+				err = c.opts.Storage.Append(p, batch)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: append to %s-%d: %w", ErrStorage, OffsetsTopic, p, err)
+	}
+	return nil
+}
+
+// EnsureOffsetsTopic creates the offsets topic if it does not exist yet
+// (FindCoordinator does, as Kafka does).
+func (c *Coordinator) EnsureOffsetsTopic() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ensurePartitions()
+}
+
+func newMemberID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return prefix + "-" + hex.EncodeToString(b[:4]) + "-" + hex.EncodeToString(b[4:6]) + "-" +
+		hex.EncodeToString(b[6:8]) + "-" + hex.EncodeToString(b[8:10]) + "-" + hex.EncodeToString(b[10:])
+}

@@ -1,0 +1,310 @@
+package group
+
+import (
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CommitOffsets serves OffsetCommit. A commit with generation -1 and no
+// member id is a "simple" commit (standalone consumers, admin tools), only
+// accepted while the group has no members.
+func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	defer func() {
+		for i, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}()
+	all := func(code int16) {
+		for i := range codes {
+			for j := range codes[i] {
+				codes[i][j] = code
+			}
+		}
+	}
+	if req.Group == "" {
+		all(kerr.InvalidGroupID.Code)
+		return resp
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	g := c.groups[req.Group]
+	simple := req.Generation < 0 && req.MemberID == ""
+	code := int16(0)
+	switch {
+	case g == nil && !simple:
+		code = kerr.IllegalGeneration.Code
+	case g == nil:
+	case simple:
+		if len(g.members) > 0 {
+			code = kerr.UnknownMemberID.Code
+		}
+	default:
+		var m *member
+		m, code = g.memberFor(req.MemberID, req.InstanceID, req.Generation, true)
+		if m != nil {
+			m.lastSeen = now
+		}
+		if code == 0 && g.state == StateCompletingRebalance {
+			code = kerr.RebalanceInProgress.Code
+		}
+	}
+	if code != 0 {
+		all(code)
+		return resp
+	}
+	type accepted struct {
+		i, j int
+		tp   topicPartition
+		o    committed
+	}
+	var ok []accepted
+	var recs []record
+	// A partition named twice is stored once: the last value wins, both
+	// entries get its answer.
+	last := map[topicPartition][2]int{}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			last[topicPartition{t.Topic, p.Partition}] = [2]int{i, j}
+		}
+	}
+	defer func() {
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if at := last[topicPartition{t.Topic, p.Partition}]; at != [2]int{i, j} {
+					codes[i][j] = codes[at[0]][at[1]]
+				}
+			}
+		}
+	}()
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if last[topicPartition{t.Topic, p.Partition}] != [2]int{i, j} {
+				continue
+			}
+			meta := ""
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			switch {
+			case len(meta) > c.opts.OffsetMetadataMaxBytes:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+			case !c.opts.Storage.PartitionExists(t.Topic, p.Partition):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			default:
+				o := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitMs: now.UnixMilli()}
+				tp := topicPartition{t.Topic, p.Partition}
+				ok = append(ok, accepted{i, j, tp, o})
+				recs = append(recs, record{key: offsetKey(req.Group, t.Topic, p.Partition), value: offsetValue(o)})
+			}
+		}
+	}
+	if err := c.appendRecords(req.Group, recs); err != nil {
+		c.logger.Error("store offsets", "group", req.Group, "err", err)
+		for _, a := range ok {
+			codes[a.i][a.j] = kerr.CoordinatorNotAvailable.Code
+		}
+		return resp
+	}
+	if len(ok) > 0 && g == nil {
+		g = c.groupOrNew(req.Group, now)
+	}
+	for _, a := range ok {
+		g.offsets[a.tp] = a.o
+	}
+	c.commits.Add(int64(len(ok)))
+	return resp
+}
+
+// fetchedPartition is one answer of FetchOffsets.
+type fetchedPartition struct {
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+}
+
+type fetchedTopic struct {
+	topic      string
+	partitions []fetchedPartition
+}
+
+// fetchGroup returns the committed offsets of the requested partitions (all
+// committed ones when all is set); -1 where nothing is committed.
+func (c *Coordinator) fetchGroup(id string, topics map[string][]int32, order []string, all bool) []fetchedTopic {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[id]
+	if all {
+		byTopic := map[string][]int32{}
+		if g != nil {
+			for tp := range g.offsets {
+				byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+			}
+		}
+		order = order[:0]
+		for t, ps := range byTopic {
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			order = append(order, t)
+		}
+		sort.Strings(order)
+		topics = byTopic
+	}
+	out := make([]fetchedTopic, 0, len(order))
+	for _, t := range order {
+		ft := fetchedTopic{topic: t}
+		for _, p := range topics[t] {
+			fp := fetchedPartition{partition: p, offset: -1, leaderEpoch: -1}
+			if g != nil {
+				if o, ok := g.offsets[topicPartition{t, p}]; ok {
+					fp.offset, fp.leaderEpoch, fp.metadata = o.offset, o.leaderEpoch, o.metadata
+				}
+			}
+			ft.partitions = append(ft.partitions, fp)
+		}
+		out = append(out, ft)
+	}
+	return out
+}
+
+// dedupeTopics turns a request's topic list into a de-duplicated map and
+// its order.
+func dedupeTopics[T any](ts []T, name func(T) string, parts func(T) []int32) (map[string][]int32, []string) {
+	m := map[string][]int32{}
+	var order []string
+	seen := map[topicPartition]bool{}
+	for _, t := range ts {
+		n := name(t)
+		if _, ok := m[n]; !ok {
+			order = append(order, n)
+			m[n] = nil
+		}
+		for _, p := range parts(t) {
+			if !seen[topicPartition{n, p}] {
+				seen[topicPartition{n, p}] = true
+				m[n] = append(m[n], p)
+			}
+		}
+	}
+	return m, order
+}
+
+// FetchOffsets serves OffsetFetch (v1-7: one group; v8: several).
+func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		if req.Group == "" {
+			resp.ErrorCode = kerr.InvalidGroupID.Code
+			return resp
+		}
+		topics, order := dedupeTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic },
+			func(t kmsg.OffsetFetchRequestTopic) []int32 { return t.Partitions })
+		for _, ft := range c.fetchGroup(req.Group, topics, order, req.Topics == nil) {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = ft.topic
+			for _, fp := range ft.partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
+				meta := fp.metadata
+				rp.Metadata = &meta
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	seen := map[string]bool{}
+	for _, rg := range req.Groups {
+		if seen[rg.Group] {
+			continue
+		}
+		seen[rg.Group] = true
+		sg := kmsg.NewOffsetFetchResponseGroup()
+		sg.Group = rg.Group
+		if rg.Group == "" {
+			sg.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, sg)
+			continue
+		}
+		topics, order := dedupeTopics(rg.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic },
+			func(t kmsg.OffsetFetchRequestGroupTopic) []int32 { return t.Partitions })
+		for _, ft := range c.fetchGroup(rg.Group, topics, order, rg.Topics == nil) {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = ft.topic
+			for _, fp := range ft.partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
+				meta := fp.metadata
+				rp.Metadata = &meta
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			sg.Topics = append(sg.Topics, rt)
+		}
+		resp.Groups = append(resp.Groups, sg)
+	}
+	return resp
+}
+
+// expireOffsetsLocked deletes the offsets of groups that have been Empty
+// for offsets.retention.minutes (for groups that never had members: each
+// offset that old), with tombstones, and forgets groups left with nothing.
+func (c *Coordinator) expireOffsetsLocked(now time.Time) {
+	retention := c.opts.OffsetsRetention
+	for _, g := range c.sortedGroups() {
+		if g.state != StateEmpty {
+			continue
+		}
+		if len(g.offsets) == 0 && len(g.pending) == 0 && now.Sub(g.stateSince) >= retention {
+			// An empty group without offsets: only its metadata record is left.
+			if err := c.appendRecords(g.id, []record{{key: groupKey(g.id)}}); err != nil {
+				c.logger.Error("remove empty group (retried at the next check)", "group", g.id, "err", err)
+				continue
+			}
+			delete(c.groups, g.id)
+			continue
+		}
+		var recs []record
+		var expired []topicPartition
+		for tp, o := range g.offsets {
+			old := now.Sub(g.stateSince) >= retention
+			if g.protocolType == "" {
+				old = now.Sub(time.UnixMilli(o.commitMs)) >= retention
+			}
+			if old {
+				expired = append(expired, tp)
+				recs = append(recs, record{key: offsetKey(g.id, tp.topic, tp.partition)})
+			}
+		}
+		if len(expired) == 0 {
+			continue
+		}
+		if len(expired) == len(g.offsets) {
+			recs = append(recs, record{key: groupKey(g.id)})
+		}
+		sort.Slice(recs, func(i, j int) bool { return string(recs[i].key) < string(recs[j].key) })
+		if err := c.appendRecords(g.id, recs); err != nil {
+			c.logger.Error("expire offsets (retried at the next check)", "group", g.id, "err", err)
+			continue
+		}
+		for _, tp := range expired {
+			delete(g.offsets, tp)
+		}
+		c.logger.Info("expired committed offsets of an empty group", "group", g.id, "partitions", len(expired))
+		c.dropIfUnused(g)
+	}
+}

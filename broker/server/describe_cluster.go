@@ -1,0 +1,30 @@
+package server
+
+// DescribeCluster (key 60), versions 0-1: this single node is the cluster,
+// and its controller. v1's EndpointType 2 (controllers) is answered
+// UNSUPPORTED_ENDPOINT_TYPE: sluice has no separate controller endpoint.
+// Authorized operations are not computed (no ACLs): INT32_MIN.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleDescribeCluster(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = req.EndpointType
+	resp.ClusterAuthorizedOperations = -2147483648
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := "sluice serves the broker endpoint type (1) only"
+		resp.ErrorMessage = &msg
+		return kmsgReply{resp}, nil
+	}
+	addr := s.advertised()
+	resp.ClusterID, resp.ControllerID = s.cfg.ClusterID, s.cfg.NodeID
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, addr.host, int32(addr.port)
+	resp.Brokers = append(resp.Brokers, b)
+	return kmsgReply{resp}, nil
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/broker/group"
+	plog "github.com/sluicehq/sluice/broker/log"
+)
+
+// offsetsStorage is the group coordinator's view of the registry: the
+// partitions of __consumer_offsets and the existence of committed
+// partitions. It takes registry.mu and partition.mu; the coordinator calls
+// it under its own lock (lock order: Coordinator.mu -> registry.mu ->
+// partition.mu).
+type offsetsStorage struct {
+	reg        *registry
+	partitions int32 // partitions of a newly created offsets topic
+}
+
+var _ group.Storage = offsetsStorage{}
+
+func (st offsetsStorage) OffsetsPartitions(create bool) (int32, error) {
+	if t, ok := st.reg.get(group.OffsetsTopic); ok {
+		return int32(len(t.parts)), nil
+	}
+	if !create {
+		return 0, nil
+	}
+	overrides := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
+	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, overrides, false)
+	if code == kerr.TopicAlreadyExists.Code {
+		if t, ok := st.reg.get(group.OffsetsTopic); ok {
+			return int32(len(t.parts)), nil
+		}
+	}
+	if code != 0 {
+		return 0, fmt.Errorf("%w: create %s: %s", ErrStorage, group.OffsetsTopic, msg)
+	}
+	st.reg.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", len(t.parts))
+	return int32(len(t.parts)), nil
+}
+
+func (st offsetsStorage) partition(p int32) (*partition, error) {
+	t, ok := st.reg.get(group.OffsetsTopic)
+	if !ok || p < 0 || int(p) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s-%d does not exist", ErrStorage, group.OffsetsTopic, p)
+	}
+	return t.parts[p], nil
+}
+
+func (st offsetsStorage) Append(p int32, batch []byte) error {
+	part, err := st.partition(p)
+	if err != nil {
+		return err
+	}
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	if _, err := part.log.Append(batch, plog.AppendOptions{AssignOffsets: true}); err != nil {
+		return err
+	}
+	return part.log.SetHighWatermark(part.log.LogEndOffset())
+}
+
+func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
+	part, err := st.partition(p)
+	if err != nil {
+		return nil, err
+	}
+	from = max(from, part.log.LogStartOffset())
+	r, err := part.log.Read(from, maxBytes, part.log.HighWatermark())
+	if errors.Is(err, plog.ErrOffsetOutOfRange) && from >= part.log.LogEndOffset() {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Bytes()
+}
+
+func (st offsetsStorage) PartitionExists(topic string, p int32) bool {
+	t, ok := st.reg.get(topic)
+	return ok && p >= 0 && int(p) < len(t.parts)
+}

@@ -1,0 +1,45 @@
+package server
+
+// OffsetForLeaderEpoch (key 23), versions 0-4: the end offset of the
+// largest leader epoch at or below the one asked for, from the partition's
+// epoch cache (franz-go uses it to detect truncation after a leader change).
+// A single node leads every partition in epoch 0: CurrentLeaderEpoch (v2+)
+// above it is UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. An epoch
+// the log has not seen is answered with epoch and offset -1, as Kafka does.
+// Requested partitions are answered once each.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleOffsetForLeaderEpoch(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	seen := partitionsOnce{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t, ok := s.topics.get(rt.Topic)
+		for _, rp := range rt.Partitions {
+			if !seen.first(rt.Topic, rp.Partition) {
+				continue
+			}
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
+			switch {
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch > 0:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.CurrentLeaderEpoch < -1:
+				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			default:
+				sp.EndOffset, sp.LeaderEpoch = t.parts[rp.Partition].log.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kmsgReply{resp}, nil
+}

@@ -1,0 +1,12 @@
+package server
+
+// SyncGroup (key 14), versions 0-5: the leader hands in the assignment,
+// followers wait for it (served by broker/group). v5 checks the protocol
+// type and name against the group's (INCONSISTENT_GROUP_PROTOCOL).
+// No deviations from Kafka known.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func handleSyncGroup(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
+	return kmsgReply{s.groups.Sync(rc.ctx, kreq.(*kmsg.SyncGroupRequest))}, nil
+}
