@@ -40,16 +40,7 @@ func (s *Store) starts(topic string, partition int32) ([]int64, error) {
 
 // readOrigin reads the partition's origin record (ErrNotExist if none).
 func (s *Store) readOrigin(topic string, partition int32) (*Origin, error) {
-	p := OriginPath(topic, partition)
-	b, err := filesystem.ReadFile(s.fs, p)
-	if err != nil {
-		return nil, err
-	}
-	o, err := decodeOrigin(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return o, nil
+	return readRecord(s, OriginPath(topic, partition), decodeOrigin)
 }
 
 // origin returns the partition's origin, creating it exclusively at start

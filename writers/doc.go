@@ -119,8 +119,10 @@
 //  7. Nothing committed is deleted: withdrawal and torn manifests are moved.
 //     A manifest this version cannot read is never touched.
 //
-// Assumptions: a manifest's HDFS writer that stalls mid-write for longer
-// than TornGrace is dead; only one Withdraw of a partition runs at once and
+// Assumptions: the clocks of the workers and of whoever runs Recover agree
+// to well within the Lease (a lease's expiry is written by the attempt's
+// clock and read against recovery's); a manifest's HDFS writer that stalls
+// mid-write for longer than TornGrace is dead; only one Withdraw of a partition runs at once and
 // no attempt of it commits meanwhile (the scheduler's job lock); the origin
 // and the manifests are changed only through a Store.
 //
@@ -131,9 +133,11 @@
 //	!Won, nil                 another attempt committed at this start: continue from res.Manifest.End
 //	ErrNotReached             nothing done: read on to the end (or Abort)
 //	ErrNotChained             nothing done, attempt kept: Commit again once the split before has
-//	                          landed, or Abort and plan again from NextStart
+//	                          landed (Attempt().Renew() the lease while waiting), or Abort and
+//	                          plan again from NextStart
 //	ErrAttemptExpired         recovery took the attempt (lease expired): run the split again
-//	ErrCommitUnknown          run Recover (it completes the commit from the intent), then NextStart
+//	ErrCommitUnknown          run Recover (it completes the commit from the intent; Abort
+//	                          refuses once the intent is written), then NextStart
 //	ErrManifestVersion        a newer sluice wrote this partition: upgrade; nothing was touched
 //
 // # Concurrency

@@ -78,19 +78,23 @@ func (a *Attempt) claim(intent []byte) error {
 	err := s.fs.WriteExclusive(p, intent)
 	switch {
 	case err == nil:
+		a.intent = true
 		return nil
 	case errors.Is(err, filesystem.ErrNotExist):
 		return fmt.Errorf("%w: %s is gone", ErrAttemptExpired, a.dir)
 	case !errors.Is(err, filesystem.ErrExist):
-		return fmt.Errorf("writers: commit %s, writing the intent: %w", a.split, err)
+		a.intent = true // it may be there, whole: Recover will tell
+		return fmt.Errorf("%w: %s, writing the intent: %w", ErrCommitUnknown, a.split, err)
 	}
 	m, reaped, rerr := s.readFate(p)
 	switch {
 	case rerr == nil && reaped:
 		return fmt.Errorf("%w: %s", ErrAttemptExpired, a.dir)
 	case rerr == nil && m.Attempt == a.id:
+		a.intent = true
 		return nil
 	default:
+		a.intent = true
 		return fmt.Errorf("%w: %s: writing the intent: %w; reading it back: %w", ErrCommitUnknown, a.split, err, rerr)
 	}
 }

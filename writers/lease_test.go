@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -135,4 +137,26 @@ func TestLeaseRaceCommitDuringRecover(t *testing.T) {
 			verifyExactlyOnce(t, store.FS(), workload)
 		})
 	}
+}
+
+// TestIntentCompletedByRecover: the manifest write fails after the
+// attempt wrote its intent: Commit says ErrCommitUnknown, Abort refuses
+// (Recover may need the files), and Recover completes the commit.
+func TestIntentCompletedByRecover(t *testing.T) {
+	mem := filesystem.NewMem(nil)
+	inj := faults.Filter(faults.OnIndex(0), faults.Ops(faults.WriteExclusive), faults.PathHasPrefix("_sluice/commits/pageviews/2/0"))
+	store := NewStore(filesystem.NewFaultyWith(mem, inj), StoreOptions{})
+	w, _ := NewSplitWriter(store, workload, workloadConfig(t))
+	writeAll(t, w, &testClock{}, 0)
+	if _, err := w.Commit(workload.End); !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, faults.ErrInjected) {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := w.Abort(); !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("abort after the intent: %v", err)
+	}
+	rep, err := NewStore(mem, StoreOptions{}).Recover(workload.Topic, workload.Partition)
+	if err != nil || len(rep.RolledForward) != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	verifyExactlyOnce(t, mem, workload)
 }

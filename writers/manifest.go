@@ -125,17 +125,26 @@ func (m *Manifest) Encode() ([]byte, error) {
 // malformed or checksum-failing one wraps ErrTornManifest. Fields this
 // version does not know are ignored.
 func DecodeManifest(b []byte) (*Manifest, error) {
-	body, err := open(manifestMagic, b)
-	if err != nil {
-		return nil, err
-	}
 	var m Manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		// The checksum matched: a writer wrote this. Not torn, not ours.
-		return nil, fmt.Errorf("%w: checksum valid but the body does not parse: %v", ErrManifestVersion, err)
+	if err := openJSON(manifestMagic, b, &m); err != nil {
+		return nil, err
 	}
 	m.Version = ManifestVersion
 	return &m, nil
+}
+
+// openJSON checks an envelope and parses its JSON body into v. A body that
+// passed its checksum but does not parse was written so by some writer: it
+// is not torn, and not for this version to touch.
+func openJSON(magic string, b []byte, v any) error {
+	body, err := open(magic, b)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %s: checksum valid but the body does not parse: %v", ErrManifestVersion, magic, err)
+	}
+	return nil
 }
 
 // Origin is a partition's origin record: the start of its first split. It
@@ -156,13 +165,9 @@ func (o *Origin) encode() ([]byte, error) {
 }
 
 func decodeOrigin(b []byte) (*Origin, error) {
-	body, err := open(originMagic, b)
-	if err != nil {
-		return nil, err
-	}
 	var o Origin
-	if err := json.Unmarshal(body, &o); err != nil {
-		return nil, fmt.Errorf("%w: origin: checksum valid but the body does not parse: %v", ErrManifestVersion, err)
+	if err := openJSON(originMagic, b, &o); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }

@@ -224,7 +224,8 @@ func (w *SplitWriter) abortOpen() {
 	w.open = map[string]*openFile{}
 }
 
-// Abort gives the attempt up and deletes its temporaries.
+// Abort gives the attempt up and deletes its temporaries (see
+// Attempt.Abort: refused once the commit intent is written).
 func (w *SplitWriter) Abort() error {
 	w.closed, w.finished = true, true
 	w.abortOpen()

@@ -119,6 +119,7 @@ type Attempt struct {
 	made    map[string]bool // directories already created
 	lease   string          // the current lease file
 	renewAt time.Time       // when the lease is due for renewal
+	intent  bool            // the commit intent is written: never Abort
 }
 
 // NewAttempt starts an attempt of split with a fresh random id: it creates
@@ -167,7 +168,19 @@ func (a *Attempt) Create(rel string) (filesystem.File, string, error) {
 }
 
 // Abort deletes the attempt's temporaries (it never committed).
+// Once Commit has written the attempt's intent (any outcome but
+// ErrNotReached, ErrNotChained or a failure before the intent) Abort
+// refuses with ErrCommitUnknown: the commit may be completed by Recover,
+// which then needs the files.
 func (a *Attempt) Abort() error {
+	if a.intent {
+		return fmt.Errorf("%w: %s: the attempt's commit intent is written; run Recover instead of Abort", ErrCommitUnknown, a.split)
+	}
+	return a.remove()
+}
+
+// remove deletes the attempt directory.
+func (a *Attempt) remove() error {
 	if err := a.store.fs.RemoveAll(a.dir); err != nil {
 		return err
 	}
@@ -196,7 +209,9 @@ type Result struct {
 // temporaries and returns Won=false with a nil error and the winner's
 // manifest, whose End may differ from this split's. After Won=true a
 // non-nil error means the commit stands but some files are not yet at their
-// final paths: Recover finishes them.
+// final paths: Recover finishes them. ErrAttemptExpired: recovery took the
+// attempt (its lease expired); ErrCommitUnknown: run Recover, which
+// completes the commit from the attempt's intent if it was written.
 func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	s := a.store
 	if reached != a.split.End {
@@ -248,7 +263,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 			// Our manifest is there and whole: we won after all.
 		case rerr == nil:
 			s.log.Info("commit lost", "split", a.split.String(), "attempt", a.id, "winner", cur.Attempt)
-			if err := a.Abort(); err != nil {
+			if err := a.remove(); err != nil {
 				return Result{Won: false, Manifest: cur}, fmt.Errorf("writers: lost commit of %s, removing temporaries: %w", a.split, err)
 			}
 			return Result{Won: false, Manifest: cur}, nil
@@ -296,15 +311,21 @@ func await[T any](s *Store, read func() (T, error)) (T, error) {
 var testHookAfterManifest func()
 
 func (s *Store) readManifest(p string) (*Manifest, error) {
+	return readRecord(s, p, DecodeManifest)
+}
+
+// readRecord reads and decodes the record at p; a decoding error names p.
+func readRecord[T any](s *Store, p string, decode func([]byte) (T, error)) (T, error) {
 	b, err := filesystem.ReadFile(s.fs, p)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	m, err := DecodeManifest(b)
+	v, err := decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return v, fmt.Errorf("%s: %w", p, err)
 	}
-	return m, nil
+	return v, nil
 }
 
 // rollForward moves every file of a committed manifest to its final path

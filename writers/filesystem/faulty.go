@@ -1,36 +1,43 @@
 package filesystem
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"sync"
+
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
-// ErrInjected is the error a Faulty FS returns for the operation it fails.
-var ErrInjected = errors.New("filesystem: injected fault")
+// ErrInjected is the error (wrapped) of every operation a Faulty FS fails:
+// internal/faults' one vocabulary, shared with broker/log/vfs/errorfs.
+var ErrInjected = faults.ErrInjected
 
-// Faulty wraps a real FS and fails one chosen operation: the n-th call
-// (counting from 0) of Create, WriteExclusive, Open, Rename, Remove,
-// RemoveAll, MkdirAll, List, Stat, File.Write and File.Close. The operation
-// is not performed (a failed File.Close still closes the inner file, so that
-// a half-written file is left behind as a crash would leave it). With Sticky
-// set, every operation after the failing one fails too, as if the process
-// had died there.
+// Faulty wraps a real FS and fails the operations its injector chooses
+// (by index, operation, path or probability: see internal/faults), among
+// Create, WriteExclusive, Open, Rename, Remove, RemoveAll, MkdirAll, List,
+// Stat, File.Write and File.Close. A failed operation is not performed (a
+// failed File.Close still closes the inner file, so that a half-written
+// file is left behind as a crash would leave it).
 type Faulty struct {
 	inner FS
+	inj   faults.Injector
 
 	mu     sync.Mutex // guards the fields below
 	count  int
-	failAt int // -1: never
-	sticky bool
 	failed bool
 	log    []string
 }
 
-// NewFaulty wraps inner. failAt < 0 never fails (use it to count operations).
+// NewFaulty wraps inner and fails its n-th operation (counting from 0;
+// failAt < 0 never fails: use it to count operations). With sticky set,
+// every operation after the failing one fails too, as if the process had
+// died there.
 func NewFaulty(inner FS, failAt int, sticky bool) *Faulty {
-	return &Faulty{inner: inner, failAt: failAt, sticky: sticky}
+	return NewFaultyWith(inner, &faults.Counter{Fail: int64(failAt), Sticky: sticky})
+}
+
+// NewFaultyWith wraps inner with any injector.
+func NewFaultyWith(inner FS, inj faults.Injector) *Faulty {
+	return &Faulty{inner: inner, inj: inj}
 }
 
 // Ops returns how many operations were attempted so far.
@@ -40,7 +47,7 @@ func (f *Faulty) Ops() int {
 	return f.count
 }
 
-// Failed reports whether the fault was injected.
+// Failed reports whether a fault was injected.
 func (f *Faulty) Failed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -54,17 +61,16 @@ func (f *Faulty) Log() []string {
 	return append([]string(nil), f.log...)
 }
 
-func (f *Faulty) step(op, name string) error {
+func (f *Faulty) step(op faults.Op, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := f.count
 	f.count++
-	f.log = append(f.log, op+" "+name)
-	if n == f.failAt || (f.sticky && f.failed) {
+	f.log = append(f.log, string(op)+" "+name)
+	err := f.inj.MaybeError(op, name)
+	if err != nil {
 		f.failed = true
-		return fmt.Errorf("%s %s (operation %d): %w", op, name, n, ErrInjected)
 	}
-	return nil
+	return err
 }
 
 // String implements FS.
@@ -75,7 +81,7 @@ func (f *Faulty) Close() error { return f.inner.Close() }
 
 // Create implements FS.
 func (f *Faulty) Create(name string) (File, error) {
-	if err := f.step("create", name); err != nil {
+	if err := f.step(faults.Create, name); err != nil {
 		return nil, err
 	}
 	w, err := f.inner.Create(name)
@@ -92,14 +98,14 @@ type faultyFile struct {
 }
 
 func (ff *faultyFile) Write(b []byte) (int, error) {
-	if err := ff.fs.step("write", ff.name); err != nil {
+	if err := ff.fs.step(faults.Write, ff.name); err != nil {
 		return 0, err
 	}
 	return ff.inner.Write(b)
 }
 
 func (ff *faultyFile) Close() error {
-	if err := ff.fs.step("close", ff.name); err != nil {
+	if err := ff.fs.step(faults.Close, ff.name); err != nil {
 		ff.inner.Close()
 		return err
 	}
@@ -108,7 +114,7 @@ func (ff *faultyFile) Close() error {
 
 // WriteExclusive implements FS.
 func (f *Faulty) WriteExclusive(name string, data []byte) error {
-	if err := f.step("writeexclusive", name); err != nil {
+	if err := f.step(faults.WriteExclusive, name); err != nil {
 		return err
 	}
 	return f.inner.WriteExclusive(name, data)
@@ -116,7 +122,7 @@ func (f *Faulty) WriteExclusive(name string, data []byte) error {
 
 // Open implements FS.
 func (f *Faulty) Open(name string) (io.ReadCloser, error) {
-	if err := f.step("open", name); err != nil {
+	if err := f.step(faults.Open, name); err != nil {
 		return nil, err
 	}
 	return f.inner.Open(name)
@@ -124,7 +130,7 @@ func (f *Faulty) Open(name string) (io.ReadCloser, error) {
 
 // Rename implements FS.
 func (f *Faulty) Rename(oldname, newname string) error {
-	if err := f.step("rename", oldname+" -> "+newname); err != nil {
+	if err := f.step(faults.Rename, oldname+" -> "+newname); err != nil {
 		return err
 	}
 	return f.inner.Rename(oldname, newname)
@@ -132,7 +138,7 @@ func (f *Faulty) Rename(oldname, newname string) error {
 
 // Remove implements FS.
 func (f *Faulty) Remove(name string) error {
-	if err := f.step("remove", name); err != nil {
+	if err := f.step(faults.Remove, name); err != nil {
 		return err
 	}
 	return f.inner.Remove(name)
@@ -140,7 +146,7 @@ func (f *Faulty) Remove(name string) error {
 
 // RemoveAll implements FS.
 func (f *Faulty) RemoveAll(name string) error {
-	if err := f.step("removeall", name); err != nil {
+	if err := f.step(faults.RemoveAll, name); err != nil {
 		return err
 	}
 	return f.inner.RemoveAll(name)
@@ -148,7 +154,7 @@ func (f *Faulty) RemoveAll(name string) error {
 
 // MkdirAll implements FS.
 func (f *Faulty) MkdirAll(name string) error {
-	if err := f.step("mkdirall", name); err != nil {
+	if err := f.step(faults.Mkdir, name); err != nil {
 		return err
 	}
 	return f.inner.MkdirAll(name)
@@ -156,7 +162,7 @@ func (f *Faulty) MkdirAll(name string) error {
 
 // List implements FS.
 func (f *Faulty) List(dir string) ([]FileInfo, error) {
-	if err := f.step("list", dir); err != nil {
+	if err := f.step(faults.List, dir); err != nil {
 		return nil, err
 	}
 	return f.inner.List(dir)
@@ -164,7 +170,7 @@ func (f *Faulty) List(dir string) ([]FileInfo, error) {
 
 // Stat implements FS.
 func (f *Faulty) Stat(name string) (FileInfo, error) {
-	if err := f.step("stat", name); err != nil {
+	if err := f.step(faults.Stat, name); err != nil {
 		return FileInfo{}, err
 	}
 	return f.inner.Stat(name)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	hdfsclient "github.com/colinmarc/hdfs/v2"
+	"github.com/sluicehq/sluice/internal/faults"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -257,5 +258,25 @@ func TestMemCrash(t *testing.T) {
 		if ok, _ := filesystem.Exists(m, gone); ok {
 			t.Errorf("%s survived the crash", gone)
 		}
+	}
+}
+
+// TestFaultyVocabulary: Faulty takes any internal/faults injector: here the
+// first rename under a given directory, whatever came before.
+func TestFaultyVocabulary(t *testing.T) {
+	l, err := filesystem.NewLocalNoSync(t.TempDir())
+	mustNil(t, err)
+	f := filesystem.NewFaultyWith(l, faults.Filter(faults.OnIndex(0), faults.Ops(faults.Rename), faults.PathHasPrefix("commits/")))
+	mustNil(t, f.MkdirAll("commits"))
+	mustNil(t, f.MkdirAll("tmp"))
+	mustNil(t, f.WriteExclusive("tmp/a", []byte("a")))
+	mustNil(t, f.Rename("tmp/a", "tmp/b"))
+	mustNil(t, f.WriteExclusive("commits/a", []byte("a")))
+	if err := f.Rename("commits/a", "commits/b"); !errors.Is(err, filesystem.ErrInjected) {
+		t.Fatalf("the first rename under commits/: %v", err)
+	}
+	mustNil(t, f.Rename("commits/a", "commits/b"))
+	if !f.Failed() || f.Ops() != 7 {
+		t.Fatalf("failed %v after %d ops", f.Failed(), f.Ops())
 	}
 }

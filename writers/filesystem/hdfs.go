@@ -27,6 +27,9 @@ type HDFS struct {
 	// that the last block is still replicating.
 	CloseTimeout time.Duration
 
+	clock func() time.Time
+	sleep func(time.Duration)
+
 	mu          sync.Mutex // guards the two fields below
 	replication int
 	blockSize   int64
@@ -37,6 +40,10 @@ type HDFS struct {
 type HDFSOptions struct {
 	// User overrides HADOOP_USER_NAME and the current OS user.
 	User string
+	// Clock and Sleep time the retries of Close while the last block is
+	// replicating (default time.Now and time.Sleep).
+	Clock func() time.Time
+	Sleep func(time.Duration)
 }
 
 // NewHDFS connects to the NameNode at addr ("host:port"; empty means the
@@ -78,7 +85,15 @@ func NewHDFS(addr, root string, opts HDFSOptions) (*HDFS, error) {
 		c.Close()
 		return nil, fmt.Errorf("filesystem: creating HDFS root %s: %w", root, err)
 	}
-	return &HDFS{client: c, addr: strings.Join(o.Addresses, ","), root: root, CloseTimeout: 60 * time.Second}, nil
+	h := &HDFS{client: c, addr: strings.Join(o.Addresses, ","), root: root, CloseTimeout: 60 * time.Second,
+		clock: opts.Clock, sleep: opts.Sleep}
+	if h.clock == nil {
+		h.clock = time.Now
+	}
+	if h.sleep == nil {
+		h.sleep = time.Sleep
+	}
+	return h, nil
 }
 
 // Client returns the underlying HDFS client (for tests and tools).
@@ -128,7 +143,7 @@ func (h *HDFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, h.createErr(name, p, err)
 	}
-	return &hdfsFile{w: w, timeout: h.CloseTimeout}, nil
+	return &hdfsFile{w: w, timeout: h.CloseTimeout, clock: h.clock, sleep: h.sleep}, nil
 }
 
 // createErr classifies a failed create: any failure on an existing path is
@@ -146,6 +161,8 @@ func (h *HDFS) createErr(name, p string, err error) error {
 type hdfsFile struct {
 	w       *hdfs.FileWriter
 	timeout time.Duration
+	clock   func() time.Time
+	sleep   func(time.Duration)
 }
 
 func (f *hdfsFile) Write(b []byte) (int, error) { return f.w.Write(b) }
@@ -153,17 +170,17 @@ func (f *hdfsFile) Write(b []byte) (int, error) { return f.w.Write(b) }
 // Close completes the file, retrying with backoff while the NameNode says
 // the last block is still replicating (as the Java client does).
 func (f *hdfsFile) Close() error {
-	deadline := time.Now().Add(f.timeout)
+	deadline := f.clock().Add(f.timeout)
 	wait := 10 * time.Millisecond
 	for {
 		err := f.w.Close()
 		if err == nil || !hdfs.IsErrReplicating(err) {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if f.clock().After(deadline) {
 			return fmt.Errorf("filesystem: HDFS close still replicating after %s: %w", f.timeout, err)
 		}
-		time.Sleep(wait) // a backoff against the NameNode, not a wait for a test event
+		f.sleep(wait) // a backoff against the NameNode, not a wait for a test event
 		if wait < time.Second {
 			wait *= 2
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/hamba/avro/v2"
 )
 
@@ -122,51 +121,11 @@ func arrowType(s avro.Schema, path string) (arrow.DataType, bool, error) {
 		}
 		s, nullable = deref(b), n
 	}
-	if ls := logicalOf(s); ls != nil {
-		switch ls.Type() {
-		case avro.Decimal:
-			d, _ := ls.(*avro.DecimalLogicalSchema)
-			if d == nil || d.Precision() < 1 || d.Precision() > 38 {
-				return nil, false, fmt.Errorf("%w: field %q: decimal precision must be 1..38", ErrUnsupportedSchema, path)
-			}
-			return &arrow.Decimal128Type{Precision: int32(d.Precision()), Scale: int32(d.Scale())}, nullable, nil
-		case avro.UUID:
-			if s.Type() == avro.String {
-				return extensions.NewUUIDType(), nullable, nil
-			}
-		case avro.Date:
-			return arrow.FixedWidthTypes.Date32, nullable, nil
-		case avro.TimeMillis:
-			return arrow.FixedWidthTypes.Time32ms, nullable, nil
-		case avro.TimeMicros:
-			return arrow.FixedWidthTypes.Time64us, nullable, nil
-		case avro.TimestampMillis:
-			return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, nullable, nil
-		case avro.TimestampMicros:
-			return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nullable, nil
-		case avro.LocalTimestampMillis:
-			return &arrow.TimestampType{Unit: arrow.Millisecond}, nullable, nil
-		case avro.LocalTimestampMicros:
-			return &arrow.TimestampType{Unit: arrow.Microsecond}, nullable, nil
-		}
+	if sc, ok := scalarOf(s); ok {
+		dt, err := sc.arrow(s, path)
+		return dt, nullable, err
 	}
 	switch s.Type() {
-	case avro.Boolean:
-		return arrow.FixedWidthTypes.Boolean, nullable, nil
-	case avro.Int:
-		return arrow.PrimitiveTypes.Int32, nullable, nil
-	case avro.Long:
-		return arrow.PrimitiveTypes.Int64, nullable, nil
-	case avro.Float:
-		return arrow.PrimitiveTypes.Float32, nullable, nil
-	case avro.Double:
-		return arrow.PrimitiveTypes.Float64, nullable, nil
-	case avro.String, avro.Enum:
-		return arrow.BinaryTypes.String, nullable, nil
-	case avro.Bytes:
-		return arrow.BinaryTypes.Binary, nullable, nil
-	case avro.Fixed:
-		return &arrow.FixedSizeBinaryType{ByteWidth: s.(*avro.FixedSchema).Size()}, nullable, nil
 	case avro.Record:
 		fields, err := recordFields(s.(*avro.RecordSchema), path+".")
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/klauspost/compress/gzip"
@@ -112,45 +111,13 @@ func unwrapAny(v any) (any, error) {
 }
 
 func jsonValueConverter(s avro.Schema, path string) (jsonFn, error) {
-	if ls := logicalOf(s); ls != nil {
-		switch ls.Type() {
-		case avro.Decimal:
-			d := ls.(*avro.DecimalLogicalSchema)
-			scale := int32(d.Scale())
-			return func(v any) (any, error) {
-				if v == nil {
-					return nil, nil
-				}
-				u, ok := toUnscaled(v, scale)
-				if !ok {
-					return nil, badValue(path, v, "decimal")
-				}
-				return json.Number(ratString(u, scale)), nil
-			}, nil
-		case avro.Date:
-			return func(v any) (any, error) {
-				if t, ok := v.(time.Time); ok {
-					return t.Format(time.DateOnly), nil
-				}
-				return v, nil
-			}, nil
-		case avro.TimestampMillis, avro.TimestampMicros, avro.LocalTimestampMillis, avro.LocalTimestampMicros:
-			return func(v any) (any, error) {
-				if t, ok := v.(time.Time); ok {
-					return t.UTC().Format(time.RFC3339Nano), nil
-				}
-				return v, nil
-			}, nil
+	if sc, ok := scalarOf(s); ok {
+		if sc.json == nil {
+			return nil, nil
 		}
+		return sc.json(s, path), nil
 	}
 	switch s.Type() {
-	case avro.Fixed:
-		return func(v any) (any, error) {
-			if b, ok := toBytes(v); ok {
-				return b, nil
-			}
-			return v, nil
-		}, nil
 	case avro.Record:
 		rec := s.(*avro.RecordSchema)
 		var names []string

@@ -2,8 +2,6 @@ package format
 
 import (
 	"fmt"
-	"math/big"
-	"time"
 
 	"github.com/hamba/avro/v2"
 )
@@ -55,97 +53,27 @@ func normalize(s avro.Schema, v any, path string) (any, error) {
 			// The encoder reads a map in a union as {"branch": value}.
 			return map[string]any{name: nv}, nil
 		}
+		// Name the branch where the encoder cannot tell it from the Go
+		// value: a logical type (it takes any time.Time for "int.date"),
+		// an enum or a fixed (it takes a string or []byte for the primitive).
+		if ls := logicalOf(b); ls != nil {
+			return map[string]any{string(b.Type()) + "." + string(ls.Type()): nv}, nil
+		}
+		if _, named := b.(avro.NamedSchema); named {
+			return map[string]any{name: nv}, nil
+		}
 		return nv, nil
 	}
 	if v == nil {
 		return nil, nil
 	}
-	if ls := logicalOf(s); ls != nil {
-		switch ls.Type() {
-		case avro.Decimal:
-			d := ls.(*avro.DecimalLogicalSchema)
-			if _, ok := v.(*big.Rat); ok {
-				return v, nil
-			}
-			u, ok := toUnscaled(v, int32(d.Scale()))
-			if !ok {
-				return nil, badValue(path, v, "decimal")
-			}
-			return new(big.Rat).SetFrac(u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Scale())), nil)), nil
-		case avro.TimestampMillis, avro.LocalTimestampMillis:
-			t, ok := toTime(v, time.Millisecond)
-			if !ok {
-				return nil, badValue(path, v, "timestamp")
-			}
-			return t, nil
-		case avro.TimestampMicros, avro.LocalTimestampMicros:
-			t, ok := toTime(v, time.Microsecond)
-			if !ok {
-				return nil, badValue(path, v, "timestamp")
-			}
-			return t, nil
-		case avro.Date:
-			switch x := v.(type) {
-			case time.Time:
-				return x, nil
-			case string:
-				t, err := time.Parse(time.DateOnly, x)
-				if err != nil {
-					return nil, badValue(path, v, "date")
-				}
-				return t, nil
-			}
-			n, ok := toInt64(v)
-			if !ok {
-				return nil, badValue(path, v, "date")
-			}
-			return time.Unix(n*86400, 0).UTC(), nil
-		case avro.TimeMillis:
-			if n, ok := toInt64(v); ok {
-				if _, isDur := v.(time.Duration); !isDur {
-					return time.Duration(n) * time.Millisecond, nil
-				}
-			}
-			return v, nil
-		case avro.TimeMicros:
-			if n, ok := toInt64(v); ok {
-				if _, isDur := v.(time.Duration); !isDur {
-					return time.Duration(n) * time.Microsecond, nil
-				}
-			}
+	if sc, ok := scalarOf(s); ok {
+		if sc.normalize == nil {
 			return v, nil
 		}
+		return sc.normalize(s, v, path)
 	}
 	switch s.Type() {
-	case avro.Int:
-		n, ok := toInt64(v)
-		if !ok || n != int64(int32(n)) {
-			return nil, badValue(path, v, "int")
-		}
-		return int32(n), nil
-	case avro.Long:
-		n, ok := toInt64(v)
-		if !ok {
-			return nil, badValue(path, v, "long")
-		}
-		return n, nil
-	case avro.Float:
-		f, ok := toFloat64(v)
-		if !ok {
-			return nil, badValue(path, v, "float")
-		}
-		return float32(f), nil
-	case avro.Double:
-		f, ok := toFloat64(v)
-		if !ok {
-			return nil, badValue(path, v, "double")
-		}
-		return f, nil
-	case avro.Bytes:
-		if b, ok := toBytes(v); ok {
-			return b, nil
-		}
-		return nil, badValue(path, v, "bytes")
 	case avro.Record:
 		m, ok := v.(map[string]any)
 		if !ok {

@@ -7,85 +7,48 @@
 package errorfs
 
 import (
-	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
-
 	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
+// The vocabulary is internal/faults', shared with writers/filesystem.Faulty:
+// these names keep errorfs's callers as they were.
+
 // ErrInjected is the error returned by an injected failure.
-var ErrInjected = errors.New("errorfs: injected error")
+var ErrInjected = faults.ErrInjected
 
 // Op names a file-system operation.
-type Op int
+type Op = faults.Op
 
 // Operations that can fail.
 const (
-	OpCreate Op = iota
-	OpOpen
-	OpRemove
-	OpRename
-	OpMkdir
-	OpList
-	OpStat
-	OpSyncDir
-	OpRead
-	OpWrite
-	OpSync
-	OpTruncate
-	OpSize
-	OpClose
+	OpCreate   = faults.Create
+	OpOpen     = faults.Open
+	OpRemove   = faults.Remove
+	OpRename   = faults.Rename
+	OpMkdir    = faults.Mkdir
+	OpList     = faults.List
+	OpStat     = faults.Stat
+	OpSyncDir  = faults.SyncDir
+	OpRead     = faults.Read
+	OpWrite    = faults.Write
+	OpSync     = faults.Sync
+	OpTruncate = faults.Truncate
+	OpSize     = faults.Size
+	OpClose    = faults.Close
 )
 
-var opNames = [...]string{"create", "open", "remove", "rename", "mkdir", "list", "stat", "syncdir", "read", "write", "sync", "truncate", "size", "close"}
-
-func (o Op) String() string { return opNames[o] }
-
-// Injector decides whether an operation fails.
-type Injector interface {
-	MaybeError(op Op, path string) error
-}
+// Injector decides whether an operation fails (faults.Filter, Randomly and
+// the predicates choose by operation, path or probability).
+type Injector = faults.Injector
 
 // Counter is an Injector that counts operations and fails the one with index
 // Fail (0-based; a negative Fail never fails). After the first failure it
 // keeps failing every operation if Sticky, as a disk that went away would.
-type Counter struct {
-	Fail   int64
-	Sticky bool
-	n      atomic.Int64
-	failed atomic.Bool
-	mu     sync.Mutex
-	what   string
-}
+type Counter = faults.Counter
 
 // OnIndex returns a Counter failing operation i and only it.
-func OnIndex(i int64) *Counter { return &Counter{Fail: i} }
-
-// MaybeError implements Injector.
-func (c *Counter) MaybeError(op Op, path string) error {
-	i := c.n.Add(1) - 1
-	if (c.Sticky && c.failed.Load()) || i == c.Fail {
-		if c.failed.CompareAndSwap(false, true) {
-			c.mu.Lock()
-			c.what = fmt.Sprintf("op %d: %s %s", i, op, path)
-			c.mu.Unlock()
-		}
-		return fmt.Errorf("%w (%s %s)", ErrInjected, op, path)
-	}
-	return nil
-}
-
-// Count returns the number of operations seen.
-func (c *Counter) Count() int64 { return c.n.Load() }
-
-// Fired reports whether the failure was injected, and which operation got it.
-func (c *Counter) Fired() (bool, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.failed.Load(), c.what
-}
+func OnIndex(i int64) *Counter { return faults.OnIndex(i) }
 
 // FS is a vfs.FS that consults an Injector before each operation.
 type FS struct {
