@@ -251,10 +251,10 @@ var brokerProps = []brokerProp{
 	scaledProp("log.roll.hours", "segment age before rolling, hours (log.roll.ms wins)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentMs }, 3600*1000),
 	int64Prop("log.index.size.max.bytes", "offset index size (topic: segment.index.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentIndexBytes }, 4),
 	int64Prop("log.index.interval.bytes", "bytes between index entries (topic: index.interval.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.IndexIntervalBytes }, 0),
-	int64Prop("log.retention.ms", "age after which segments are deleted, -1 forever (topic: retention.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, -1),
+	scaledProp("log.retention.ms", "age after which segments are deleted, -1 forever (topic: retention.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, 1),
 	scaledProp("log.retention.minutes", "retention in minutes (log.retention.ms wins)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, 60*1000),
 	scaledProp("log.retention.hours", "retention in hours (log.retention.minutes and .ms win)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionMs }, 3600*1000),
-	int64Prop("log.retention.bytes", "partition size above which old segments are deleted, -1 no limit (topic: retention.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionBytes }, -1),
+	int64Prop("log.retention.bytes", "partition size above which old segments are deleted, negative = no limit (topic: retention.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.RetentionBytes }, math.MinInt64),
 	int64Prop("log.flush.interval.messages", "fsync after this many messages (topic: flush.messages); default: page cache", func(b *Broker) *int64 { return &b.TopicDefaults.FlushMessages }, 1),
 	int64Prop("log.flush.interval.ms", "fsync data older than this (topic: flush.ms); default: page cache", func(b *Broker) *int64 { return &b.TopicDefaults.FlushMs }, 0),
 	int64Prop("message.max.bytes", "largest record batch accepted (topic: max.message.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.MaxMessageBytes }, 0),
@@ -323,6 +323,11 @@ func FromProperties(props map[string]string) (Broker, error) {
 		if err := p.apply(&b, v); err != nil {
 			return Broker{}, fmt.Errorf("%w: %s: %v", ErrInvalid, k, err)
 		}
+	}
+	// Kafka's KafkaConfig: the retention time from .ms, .minutes or .hours
+	// is -1 when negative and must not be 0.
+	if b.TopicDefaults.RetentionMs == 0 {
+		return Broker{}, fmt.Errorf("%w: log.retention.ms (or .minutes, .hours) must be unlimited (-1) or at least 1 ms, got 0", ErrInvalid)
 	}
 	return b, nil
 }

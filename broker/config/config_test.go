@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 )
 
@@ -75,6 +76,66 @@ func TestTopicOverrides(t *testing.T) {
 		}
 		if e.Name == "segment.bytes" && (!e.IsDefault || e.Source != 5 || e.Type != typeInt) {
 			t.Fatalf("entry %+v", e)
+		}
+	}
+}
+
+// TestRetentionValuesAsKafka: the retention limits accept and refuse what
+// Apache Kafka does (LogConfig, KafkaConfig), and keep 0 as 0.
+func TestRetentionValuesAsKafka(t *testing.T) {
+	for _, c := range []struct {
+		src       string
+		ok        bool
+		ms, bytes int64
+	}{
+		{"log.retention.bytes=0", true, 168 * 3600 * 1000, 0},
+		{"log.retention.bytes=-7", true, 168 * 3600 * 1000, -7},
+		{"log.retention.ms=-5", true, -1, -1},
+		{"log.retention.ms=1", true, 1, -1},
+		{"log.retention.ms=0", false, 0, 0},
+		{"log.retention.minutes=0", false, 0, 0},
+		{"log.retention.hours=0", false, 0, 0},
+		{"log.retention.hours=0\nlog.retention.ms=5", true, 5, -1},
+	} {
+		b, err := Parse([]byte(c.src))
+		if !c.ok {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%q: accepted (%v), Kafka refuses it", c.src, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if b.TopicDefaults.RetentionMs != c.ms || b.TopicDefaults.RetentionBytes != c.bytes {
+			t.Errorf("%q: retention ms %d bytes %d, want %d %d", c.src, b.TopicDefaults.RetentionMs, b.TopicDefaults.RetentionBytes, c.ms, c.bytes)
+		}
+	}
+	s := func(v string) *string { return &v }
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"retention.bytes", "0", true},
+		{"retention.bytes", "-9", true},
+		{"retention.ms", "0", true},
+		{"retention.ms", "-1", true},
+		{"retention.ms", "-2", false},
+	} {
+		err := ValidateTopicConfigs(map[string]*string{c.key: s(c.value)})
+		if (err == nil) != c.ok {
+			t.Errorf("topic %s=%s: err %v, want ok=%v", c.key, c.value, err, c.ok)
+		}
+		if c.ok {
+			tc := Default().ResolveTopic(map[string]string{c.key: c.value})
+			got := tc.RetentionBytes
+			if c.key == "retention.ms" {
+				got = tc.RetentionMs
+			}
+			if strconv.FormatInt(got, 10) != c.value {
+				t.Errorf("topic %s=%s resolved to %d", c.key, c.value, got)
+			}
 		}
 	}
 }

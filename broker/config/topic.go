@@ -36,8 +36,10 @@ var topicProps = []topicProp{
 	topicInt("segment.ms", "log.roll.ms", "segment age before rolling", func(t *Topic) *int64 { return &t.SegmentMs }, 1),
 	topicInt("segment.index.bytes", "log.index.size.max.bytes", "offset index size", func(t *Topic) *int64 { return &t.SegmentIndexBytes }, 4),
 	topicInt("index.interval.bytes", "log.index.interval.bytes", "bytes between index entries", func(t *Topic) *int64 { return &t.IndexIntervalBytes }, 0),
-	topicInt("retention.ms", "log.retention.ms", "age after which segments are deleted; -1 forever", func(t *Topic) *int64 { return &t.RetentionMs }, -1),
-	topicInt("retention.bytes", "log.retention.bytes", "size above which old segments are deleted; -1 no limit", func(t *Topic) *int64 { return &t.RetentionBytes }, -1),
+	topicInt("retention.ms", "log.retention.ms", "age after which segments are deleted; -1 forever, 0 = keep none", func(t *Topic) *int64 { return &t.RetentionMs }, -1),
+	// Kafka: retention.ms is at least -1; retention.bytes is any long (every
+	// negative value is no limit). 0 deletes every segment retention may.
+	topicInt("retention.bytes", "log.retention.bytes", "size above which old segments are deleted; negative = no limit, 0 = keep none", func(t *Topic) *int64 { return &t.RetentionBytes }, math.MinInt64),
 	topicInt("flush.messages", "log.flush.interval.messages", "fsync after this many messages", func(t *Topic) *int64 { return &t.FlushMessages }, 1),
 	topicInt("flush.ms", "log.flush.interval.ms", "fsync data older than this", func(t *Topic) *int64 { return &t.FlushMs }, 0),
 	topicInt("max.message.bytes", "message.max.bytes", "largest record batch accepted", func(t *Topic) *int64 { return &t.MaxMessageBytes }, 0),

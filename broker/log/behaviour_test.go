@@ -209,6 +209,7 @@ func TestRetention(t *testing.T) {
 		mustAppend(t, l, simpleBatch(2, 100, clock.Now().UnixMilli(), byte(i)), 0)
 		clock.Advance(time.Minute)
 	}
+	l.SetHighWatermark(l.LogEndOffset()) // retention deletes only below it
 	before := len(l.segments)
 	if before < 5 {
 		t.Fatalf("only %d segments", before)
@@ -628,8 +629,8 @@ func TestPrometheusCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mfs) != len(metricHelp) {
-		t.Fatalf("%d metric families, want %d", len(mfs), len(metricHelp))
+	if len(mfs) != len(MetricNames()) {
+		t.Fatalf("%d metric families, want %d", len(mfs), len(MetricNames()))
 	}
 }
 
@@ -683,5 +684,56 @@ func TestReadMatchesModel(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("Read(%d, %d, %d): %d bytes, want %d", off, maxBytes, maxOff, len(got), len(want))
 		}
+	}
+}
+
+// TestRetentionKafkaValues: retention.bytes and retention.ms mean what they
+// mean in Apache Kafka (UnifiedLog.deleteOldSegments): any negative value
+// is no limit, 0 deletes every segment it may (the active one too, after a
+// roll), and nothing at or above the high watermark is deleted.
+func TestRetentionKafkaValues(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		ms           time.Duration
+		bytes        int64
+		hw           bool
+		wantEmptyLog bool
+	}{
+		{"bytes=0", -1, 0, true, true},
+		{"ms=0", 0, -1, true, true},
+		{"bytes=-1", -1, -1, true, false},
+		{"bytes=-7", -1, -7, true, false},
+		{"bytes=0 above the high watermark", -1, 0, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newManualClock()
+			m := openManager(t, vfs.NewMem(), "/data", clock)
+			defer m.Close()
+			cfg := smallConfig()
+			cfg.SegmentBytes = 1000
+			cfg.RetentionMs, cfg.RetentionBytes = c.ms, c.bytes
+			l := mustOpen(t, m, cfg)
+			if got := l.Config(); got.RetentionBytes != c.bytes || got.RetentionMs != c.ms {
+				t.Fatalf("config normalised to ms %v bytes %d", got.RetentionMs, got.RetentionBytes)
+			}
+			for i := 0; i < 12; i++ {
+				mustAppend(t, l, simpleBatch(2, 100, clock.Now().UnixMilli(), byte(i)), 0)
+			}
+			if c.hw {
+				l.SetHighWatermark(l.LogEndOffset())
+			}
+			clock.Advance(time.Second) // every timestamp is now in the past
+			if err := m.RunRetention(); err != nil {
+				t.Fatal(err)
+			}
+			empty := l.LogStartOffset() == l.LogEndOffset() && l.Size() == 0
+			if empty != c.wantEmptyLog || (!empty && l.LogStartOffset() != 0) {
+				t.Fatalf("log start %d end %d size %d, want everything deleted: %v", l.LogStartOffset(), l.LogEndOffset(), l.Size(), c.wantEmptyLog)
+			}
+			res := mustAppend(t, l, simpleBatch(1, 10, clock.Now().UnixMilli(), 'n'), 0)
+			if res.BaseOffset != 24 {
+				t.Fatalf("append after retention got offset %d, want 24", res.BaseOffset)
+			}
+		})
 	}
 }

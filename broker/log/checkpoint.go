@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"path"
 
 	"github.com/sluicehq/sluice/broker/log/vfs"
 )
@@ -24,7 +23,7 @@ const (
 	checkpointFile  = "partition.checkpoint"
 	epochFile       = "leader-epoch-checkpoint"
 	snapshotSuffix  = ".snapshot"
-	tmpSuffix       = ".tmp"
+	tmpSuffix       = vfs.TempSuffix // a temporary of vfs.WriteFileAtomic
 	cleanMarkerFile = ".clean-shutdown"
 	frameVersion    = 1
 )
@@ -56,30 +55,6 @@ func unframe(magic [4]byte, b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorruptBatch)
 	}
 	return body[5:], nil
-}
-
-// writeFileAtomic replaces dir/name with data durably.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := path.Join(dir, name+tmpSuffix)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path.Join(dir, name)); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
 }
 
 // partitionCheckpoint is the content of partition.checkpoint.

@@ -23,8 +23,8 @@ type Config struct {
 	SegmentMs          time.Duration // segment.ms, default 7 days
 	IndexIntervalBytes int           // index.interval.bytes, default 4096
 	SegmentIndexBytes  int           // segment.index.bytes, default 10 MiB
-	RetentionMs        time.Duration // retention.ms, default 7 days; < 0 = forever
-	RetentionBytes     int64         // retention.bytes, default -1 (no limit)
+	RetentionMs        time.Duration // retention.ms, default 7 days; < 0 = forever; 0 = delete what is older than now
+	RetentionBytes     int64         // retention.bytes, default -1; < 0 = no limit; 0 = delete every non-empty segment
 	FlushMessages      int64         // flush.messages, default 0 = leave it to the page cache
 	FlushMs            time.Duration // flush.ms, default 0 = page cache
 	MaxMessageBytes    int           // max.message.bytes (largest batch), default 1048588
@@ -52,7 +52,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// validate checks a config and fills zero values with defaults.
+// normalize checks a config and fills zero values with defaults (except
+// the retention limits, whose zero is a real value).
 func (c Config) normalize() (Config, error) {
 	d := DefaultConfig()
 	if c.SegmentBytes == 0 {
@@ -67,12 +68,8 @@ func (c Config) normalize() (Config, error) {
 	if c.SegmentIndexBytes == 0 {
 		c.SegmentIndexBytes = d.SegmentIndexBytes
 	}
-	if c.RetentionMs == 0 {
-		c.RetentionMs = d.RetentionMs
-	}
-	if c.RetentionBytes == 0 {
-		c.RetentionBytes = d.RetentionBytes
-	}
+	// RetentionMs and RetentionBytes have no zero default: 0 means what it
+	// means in Kafka (keep nothing that retention may delete).
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
 	}

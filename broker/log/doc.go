@@ -54,8 +54,12 @@
 //	.timeindex:  | ts int64 | rel uint32 | ts | rel | ...
 //
 // The small metadata files (checkpoint, epoch cache, producer snapshot) are
-// framed as magic(4) version(1) payload crc32c(4) and replaced atomically:
-// write <name>.tmp, fsync, rename, fsync the directory.
+// framed as magic(4) version(1) payload crc32c(4) and replaced atomically
+// with vfs.WriteFileAtomic: write <name>.tmp, fsync, rename, fsync the
+// directory. A <name>.tmp left by a crash is removed when the partition opens.
+// The leader-epoch cache is written when an epoch starts, and also when
+// recovery rebuilt it from the scanned batches or retention trimmed it (at
+// the next checkpoint), so a clean reopen knows what recovery found.
 //
 // # Durability and recovery
 //
@@ -83,8 +87,19 @@
 // Manager.Close the marker file tells the next OpenManager that every
 // checkpoint is exact: nothing is scanned.
 //
+// A log with nothing appended (one empty segment) needs no scan and no
+// checkpoint: opening 65,536 new or empty partitions writes no file.
+// Manager.OpenMany and DeleteMany create or remove many partition directories
+// with one sync of the data directory (not one per partition) and work on
+// several partitions at once.
+//
 // TruncateTo first lowers the recovery point durably, then deletes later
 // segments, cuts and syncs the file, so truncated data never comes back.
+// Retention follows Apache Kafka's UnifiedLog.deleteOldSegments: oldest
+// segments first, only below the high watermark, by retention.ms (newest
+// timestamp older than now - retention.ms) or retention.bytes (while the log
+// without the segment is still at least that big); a negative limit is off,
+// 0 deletes every segment it may, the active one too after a roll.
 // Retention writes the new log start offset before it deletes segments;
 // segments left below the log start by a crash are deleted at the next open.
 // An fsync error is not retried: the log refuses further writes
@@ -98,6 +113,7 @@
 //
 //	Log.mu (RWMutex)  ->  segment.mu
 //	Log.mu (RWMutex)  ->  fileCache.mu
+//	Log.mu (RWMutex)  ->  indexLRU.mu  (segment.mu and indexLRU.mu never together)
 //	Manager.mu            (never held together with any other lock)
 //
 // A goroutine holding a lock on the right never takes one on its left;
@@ -118,6 +134,15 @@
 // is reopened on demand. Index files are opened only while they are loaded or
 // written. 10,000 active partitions therefore hold 1,024 descriptors, not
 // 30,000.
+//
+// The in-memory indexes of sealed (closed) segments, loaded by a read, a
+// time lookup or a retention pass, are bounded the same way: the Manager's
+// index LRU keeps at most ManagerOptions.MaxLoadedIndexes (default 1024) and
+// drops the least recently used whose entries are all in the files; the next
+// use reads them back. Active segments keep theirs (appends add to them).
+//
+// Counters and gauges are owned by the Manager: Manager.Stats returns a
+// snapshot, Manager.Collector exports them to Prometheus (MetricNames).
 //
 // # Limits
 //
@@ -147,6 +172,7 @@
 //	r.WriteTo(conn) // sendfile(2)
 //	...
 //	m.RunRetention() // on a timer
+//	reg.MustRegister(m.Collector())
 //	m.Close()
 //
 // All file access goes through vfs.FS: vfs.OS in production, vfs.NewMem in

@@ -47,8 +47,9 @@ type Log struct {
 	cache   *fileCache
 	clock   Clock
 	logger  *slog.Logger
-	metrics *Metrics
-	mgr     *Manager // nil when opened outside a manager (tests)
+	metrics *counters
+	indexes *indexLRU // bounds the loaded indexes of sealed segments; nil = no bound
+	mgr     *Manager  // nil when opened outside a manager (tests)
 
 	cleaner cleanerState // compaction's own state; cleaner.mu is taken before mu
 
@@ -62,6 +63,7 @@ type Log struct {
 	recovery      partitionCheckpoint // recovery point fields only: data below is synced
 	checkpointed  partitionCheckpoint // last written partition.checkpoint
 	epochs        []epochEntry
+	epochsDirty   bool // epochs differ from leader-epoch-checkpoint (rebuilt by recovery, trimmed by retention)
 	producers     *producerState
 	snapshots     []int64 // offsets of producer snapshot files on disk, ascending
 	unflushedMsgs int64
@@ -422,7 +424,7 @@ func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
 		return nil
 	}
 	next := append(l.epochs[:len(l.epochs):len(l.epochs)], epochEntry{epoch, offset})
-	if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(next)); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(next)); err != nil {
 		return fmt.Errorf("log: write leader-epoch cache: %w", err)
 	}
 	l.epochs = next
@@ -463,6 +465,8 @@ func (l *Log) rollLocked() error {
 	if err != nil {
 		return fmt.Errorf("log: roll: %w", err)
 	}
+	old.seal()
+	l.indexes.touch(old)
 	l.cache.adopt(seg.h, f)
 	l.cache.release(seg.h)
 	l.segments = append(l.segments, seg)

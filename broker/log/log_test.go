@@ -186,8 +186,8 @@ func TestReopenSameOffsets(t *testing.T) {
 				if err != nil || res.BaseOffset != leo {
 					t.Fatalf("append after reopen: %+v %v", res, err)
 				}
-				if clean && m2.Metrics().RecoveryBytesScanned.Load() != 0 {
-					t.Fatalf("clean reopen scanned %d bytes", m2.Metrics().RecoveryBytesScanned.Load())
+				if clean && m2.Stats().RecoveryBytesScanned != 0 {
+					t.Fatalf("clean reopen scanned %d bytes", m2.Stats().RecoveryBytesScanned)
 				}
 			})
 		}

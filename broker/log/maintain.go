@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/broker/log/vfs"
 	"path"
 	"sort"
 )
@@ -57,12 +58,18 @@ func (l *Log) checkpointLocked() error {
 			return err
 		}
 	}
+	if l.epochsDirty {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
+		}
+		l.epochsDirty = false
+	}
 	c := l.recovery
 	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
 	if c == l.checkpointed {
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
 	}
 	l.checkpointed = c
@@ -84,7 +91,7 @@ func (l *Log) writeSnapshotLocked() error {
 		l.snapshots, l.producers.dirty = nil, false
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.dir, snapshotName(l.leo), l.producers.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, snapshotName(l.leo), l.producers.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write producer snapshot: %w", err))
 	}
 	l.producers.dirty = false
@@ -142,30 +149,44 @@ func (l *Log) maintain() error {
 func (l *Log) checkpointNeededLocked() bool {
 	c := l.recovery
 	c.LogStartOffset, c.HighWatermark, c.ProducersAt = l.logStart, l.hw, l.leo
-	return c != l.checkpointed || l.producers.dirty
+	return c != l.checkpointed || l.producers.dirty || l.epochsDirty
 }
 
-// retentionLocked deletes whole closed segments past retention.ms or beyond
-// retention.bytes, oldest first.
+// retentionLocked deletes whole segments, oldest first, past retention.ms
+// (newest timestamp older than now - retention.ms) or while the log stays at
+// or above retention.bytes without them, as Apache Kafka's
+// UnifiedLog.deleteOldSegments does: < 0 disables a limit, 0 deletes every
+// segment it may. Only data below the high watermark is deleted, and never
+// an empty active segment; when every segment goes, a new active one is
+// rolled first.
 func (l *Log) retentionLocked() error {
 	now := l.clock.Now().UnixMilli()
 	var total int64
 	for _, s := range l.segments {
 		total += s.size
 	}
+	bySize := l.cfg.RetentionBytes >= 0 && total >= l.cfg.RetentionBytes
+	if l.cfg.RetentionMs < 0 && !bySize {
+		return nil
+	}
 	n := 0
-	for _, s := range l.segments[:len(l.segments)-1] {
-		expired := false
-		if l.cfg.RetentionMs >= 0 {
-			if err := s.ensureLoaded(l.fs, s.size); err != nil {
+	for i, s := range l.segments {
+		last := i == len(l.segments)-1
+		upper := l.leo
+		if !last {
+			upper = l.segments[i+1].base
+		}
+		if l.hw < upper || (last && s.size == 0) {
+			break
+		}
+		expired := bySize && total-s.size >= l.cfg.RetentionBytes
+		if !expired && l.cfg.RetentionMs >= 0 {
+			if err := l.ensureLoaded(s, s.size); err != nil {
 				return err
 			}
 			if ts := s.maxTimestamp(); ts >= 0 && now-ts > l.cfg.RetentionMs.Milliseconds() {
 				expired = true
 			}
-		}
-		if l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes {
-			expired = true
 		}
 		if !expired {
 			break
@@ -175,6 +196,11 @@ func (l *Log) retentionLocked() error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if n == len(l.segments) {
+		if err := l.rollLocked(); err != nil {
+			return err
+		}
 	}
 	return l.deleteSegmentsLocked(n, l.segments[n].base)
 }
@@ -195,6 +221,7 @@ func (l *Log) deleteSegmentsLocked(n int, start int64) error {
 	l.segments = append([]*segment(nil), l.segments[n:]...)
 	for _, s := range gone {
 		l.cache.remove(s.h)
+		l.indexes.remove(s)
 		if err := removeSegmentFiles(l.fs, s); err != nil {
 			return err
 		}
@@ -222,6 +249,7 @@ func (l *Log) truncateEpochsFromStartLocked() {
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset > l.logStart })
 	if i > 1 {
 		l.epochs = append([]epochEntry(nil), l.epochs[i-1:]...)
+		l.epochsDirty = true // written at the next checkpoint
 	}
 }
 

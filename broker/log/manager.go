@@ -16,11 +16,14 @@ import (
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	FS           vfs.FS       // vfs.OS in production
-	Dir          string       // the data directory
-	Clock        Clock        // nil = wall clock
-	MaxOpenFiles int          // bound on cached segment file handles; 0 = 1024
-	Logger       *slog.Logger // nil = discard
+	FS           vfs.FS // vfs.OS in production
+	Dir          string // the data directory
+	Clock        Clock  // nil = wall clock
+	MaxOpenFiles int    // bound on cached segment file handles; 0 = 1024
+	// MaxLoadedIndexes bounds the sealed segments whose indexes are held in
+	// memory; 0 = 1024.
+	MaxLoadedIndexes int
+	Logger           *slog.Logger // nil = discard
 }
 
 // Manager owns the partition logs of one data directory and the cache that
@@ -28,11 +31,13 @@ type ManagerOptions struct {
 type Manager struct {
 	opts    ManagerOptions
 	cache   *fileCache
-	metrics *Metrics
+	indexes *indexLRU
+	metrics *counters
 	clean   bool // the directory was shut down cleanly last time
 
 	mu      sync.Mutex
 	known   map[TopicPartition]bool // found on disk or created
+	fresh   map[TopicPartition]bool // directories OpenMany just created, empty: nothing to read
 	logs    map[TopicPartition]*Log
 	opening map[TopicPartition]chan struct{} // partitions being opened, closed when done
 	closed  bool
@@ -56,9 +61,10 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		return nil, errors.New("log: ManagerOptions.Dir is empty")
 	}
 	m := &Manager{
-		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &Metrics{},
-		known: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
+		opts: opts, cache: newFileCache(opts.FS, opts.MaxOpenFiles), metrics: &counters{},
+		known: map[TopicPartition]bool{}, fresh: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
 	}
+	m.indexes = newIndexLRU(opts.MaxLoadedIndexes, m.metrics)
 	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
 		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 			return nil, fmt.Errorf("log: create data dir: %w", err)
@@ -113,9 +119,6 @@ func parsePartitionDir(name string) (TopicPartition, bool) {
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
-// Metrics returns the manager's counters.
-func (m *Manager) Metrics() *Metrics { return m.metrics }
-
 // OpenFiles returns how many segment files the cache holds open.
 func (m *Manager) OpenFiles() int { n, _ := m.cache.stats(); return n }
 
@@ -164,10 +167,11 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 		}
 		done := make(chan struct{})
 		m.opening[tp] = done
-		known := m.known[tp]
+		known, fresh := m.known[tp], m.fresh[tp]
+		delete(m.fresh, tp)
 		m.mu.Unlock()
 
-		l, err := m.openLocked(tp, cfg, known)
+		l, err := m.openLocked(tp, cfg, known, fresh)
 		m.mu.Lock()
 		delete(m.opening, tp)
 		closed := m.closed
@@ -186,7 +190,7 @@ func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
 }
 
 // openLocked opens tp's log; the caller holds tp's slot in m.opening.
-func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, error) {
+func (m *Manager) openLocked(tp TopicPartition, cfg Config, known, fresh bool) (*Log, error) {
 	dir := path.Join(m.opts.Dir, tp.dirName())
 	if !known {
 		if err := m.opts.FS.MkdirAll(dir); err != nil {
@@ -198,7 +202,7 @@ func (m *Manager) openLocked(tp TopicPartition, cfg Config, known bool) (*Log, e
 	}
 	l, err := openLog(openParams{
 		fs: m.opts.FS, dir: dir, tp: tp, cfg: cfg, clock: m.opts.Clock, logger: m.opts.Logger,
-		cache: m.cache, metrics: m.metrics, clean: m.clean, mgr: m,
+		cache: m.cache, metrics: m.metrics, indexes: m.indexes, clean: m.clean, mgr: m, fresh: fresh || !known,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", tp, err)
@@ -226,41 +230,7 @@ func (m *Manager) forget(l *Log) {
 // Delete closes tp's log and removes its directory: it is first renamed to
 // <dir>-delete (so a crash mid-removal finishes at the next open), then removed.
 func (m *Manager) Delete(tp TopicPartition) error {
-	m.mu.Lock()
-	l := m.logs[tp]
-	known := m.known[tp]
-	m.mu.Unlock()
-	if l != nil {
-		l.mu.Lock()
-		for _, s := range l.segments {
-			m.cache.remove(s.h)
-		}
-		l.closed = true
-		l.notifyLocked()
-		l.mu.Unlock()
-	}
-	m.mu.Lock()
-	delete(m.logs, tp)
-	delete(m.known, tp)
-	m.mu.Unlock()
-	if l == nil && !known {
-		return nil
-	}
-	dir := path.Join(m.opts.Dir, tp.dirName())
-	trash := dir + deleteSuffix
-	if err := m.opts.FS.RemoveAll(trash); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.Rename(dir, trash); err != nil && !isNotExist(err) {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.SyncDir(m.opts.Dir); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	if err := m.opts.FS.RemoveAll(trash); err != nil {
-		return fmt.Errorf("log: delete %s: %w", tp, err)
-	}
-	return m.opts.FS.SyncDir(m.opts.Dir)
+	return m.DeleteMany([]TopicPartition{tp})
 }
 
 // RunRetention runs one pass of the periodic work over every open log:
@@ -275,31 +245,12 @@ func (m *Manager) RunRetention() error {
 const parallelism = 8
 
 func forEachLog(logs []*Log, fn func(*Log) error) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	work := make(chan *Log)
-	for i := 0; i < min(parallelism, len(logs)); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range work {
-				if err := fn(l); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", l.tp, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, l := range logs {
-		work <- l
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
+	return forEach(logs, func(l *Log) error {
+		if err := fn(l); err != nil {
+			return fmt.Errorf("%s: %w", l.tp, err)
+		}
+		return nil
+	})
 }
 
 func (m *Manager) openLogs() []*Log {
@@ -339,4 +290,142 @@ func (m *Manager) Close() error {
 		return fmt.Errorf("log: write clean-shutdown marker: %w", err)
 	}
 	return nil
+}
+
+// OpenMany opens (creating where needed) the logs of tps with one config,
+// as a new topic or a start-up does: the missing directories are created
+// first and made durable with one sync of the data directory, not one per
+// partition, and the logs are opened several at a time. The logs come back
+// in the order of tps. On error, the logs opened so far stay open (the
+// caller deletes or closes them).
+func (m *Manager) OpenMany(tps []TopicPartition, cfg Config) ([]*Log, error) {
+	var missing []TopicPartition
+	m.mu.Lock()
+	for _, tp := range tps {
+		if !m.known[tp] {
+			missing = append(missing, tp)
+		}
+	}
+	m.mu.Unlock()
+	if len(missing) > 0 {
+		err := forEach(missing, func(tp TopicPartition) error {
+			return m.opts.FS.MkdirAll(path.Join(m.opts.Dir, tp.dirName()))
+		})
+		if err == nil {
+			err = m.opts.FS.SyncDir(m.opts.Dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("log: create partition directories: %w", err)
+		}
+		m.mu.Lock()
+		for _, tp := range missing {
+			m.known[tp], m.fresh[tp] = true, true
+		}
+		m.mu.Unlock()
+	}
+	logs := make([]*Log, len(tps))
+	idx := make(map[TopicPartition]int, len(tps))
+	for i, tp := range tps {
+		idx[tp] = i
+	}
+	err := forEach(tps, func(tp TopicPartition) error {
+		l, err := m.Open(tp, cfg)
+		logs[idx[tp]] = l
+		return err
+	})
+	return logs, err
+}
+
+// DeleteMany deletes the logs of tps as Delete does, with two syncs of the
+// data directory in all rather than two per partition: every directory is
+// first renamed to <dir>-delete (a crash from here on finishes the removal
+// at the next OpenManager), then removed.
+func (m *Manager) DeleteMany(tps []TopicPartition) error {
+	var trash []string
+	var tmu sync.Mutex
+	err := forEach(tps, func(tp TopicPartition) error {
+		if !m.detach(tp) {
+			return nil
+		}
+		dir := path.Join(m.opts.Dir, tp.dirName())
+		if err := m.opts.FS.RemoveAll(dir + deleteSuffix); err != nil {
+			return err
+		}
+		if err := m.opts.FS.Rename(dir, dir+deleteSuffix); err != nil {
+			if isNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		tmu.Lock()
+		trash = append(trash, dir+deleteSuffix)
+		tmu.Unlock()
+		return nil
+	})
+	if serr := m.opts.FS.SyncDir(m.opts.Dir); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("log: delete partitions: %w", err)
+	}
+	if err := forEach(trash, m.opts.FS.RemoveAll); err != nil {
+		return fmt.Errorf("log: delete partitions: %w", err)
+	}
+	return m.opts.FS.SyncDir(m.opts.Dir)
+}
+
+// detach closes tp's log (if open) for deletion and forgets it; it reports
+// whether tp existed.
+func (m *Manager) detach(tp TopicPartition) bool {
+	m.mu.Lock()
+	l := m.logs[tp]
+	known := m.known[tp]
+	m.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		for _, s := range l.segments {
+			m.cache.remove(s.h)
+			m.indexes.remove(s)
+		}
+		l.closed = true
+		l.notifyLocked()
+		l.mu.Unlock()
+	}
+	m.mu.Lock()
+	delete(m.logs, tp)
+	delete(m.known, tp)
+	delete(m.fresh, tp)
+	m.mu.Unlock()
+	return l != nil || known
+}
+
+// forEach runs fn on every item, parallelism at a time, and joins the errors.
+func forEach[T any](items []T, fn func(T) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan T)
+	for i := 0; i < min(parallelism, len(items)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				if err := fn(it); err != nil {
+					mu.Lock()
+					if len(errs) < 10 {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -177,7 +177,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Region, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := s.ensureLoaded(l.fs, end); err != nil {
+		if err := l.ensureLoaded(s, end); err != nil {
 			l.cache.release(s.h)
 			return nil, err
 		}
@@ -262,7 +262,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	}
 	var s *segment
 	for _, c := range l.segments {
-		if err := c.ensureLoaded(l.fs, c.size); err != nil {
+		if err := l.ensureLoaded(c, c.size); err != nil {
 			l.mu.RUnlock()
 			return 0, 0, false, err
 		}

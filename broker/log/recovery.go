@@ -117,18 +117,23 @@ type openParams struct {
 	clock   Clock
 	logger  *slog.Logger
 	cache   *fileCache
-	metrics *Metrics
+	metrics *counters
+	indexes *indexLRU
 	clean   bool // the data directory was shut down cleanly: trust the checkpoint
+	fresh   bool // the directory was just created: it is empty
 	mgr     *Manager
 }
 
 // openLog opens (creating if empty) and recovers the log in p.dir.
 func openLog(p openParams) (*Log, error) {
 	l := &Log{
-		tp: p.tp, dir: p.dir, fs: p.fs, cache: p.cache, clock: p.clock, metrics: p.metrics, mgr: p.mgr,
+		tp: p.tp, dir: p.dir, fs: p.fs, cache: p.cache, clock: p.clock, metrics: p.metrics, indexes: p.indexes, mgr: p.mgr,
 		logger: p.logger.With("partition", p.tp.String()), cfg: p.cfg, producers: newProducerState(),
 	}
 	l.lastFlush = l.clock.Now()
+	if p.fresh {
+		return l, l.createFirstSegment(0)
+	}
 	names, err := p.fs.List(p.dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", p.dir, err)
@@ -206,18 +211,34 @@ func openLog(p openParams) (*Log, error) {
 
 	last := l.active()
 	recovered := false
-	if p.clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size {
+	emptyLog := len(l.segments) == 1 && last.size == 0
+	switch {
+	case p.clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size:
 		l.leo = ckpt.RecoveryOffset
 		l.metrics.CleanOpens.Add(1)
-	} else {
+	case emptyLog && (!haveCkpt || ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == 0):
+		// Nothing was ever appended (a log gets no checkpoint before its
+		// first one): there is nothing to scan, clean stop or not.
+		l.leo = last.base
+		if !haveCkpt {
+			ckpt = partitionCheckpoint{LogStartOffset: l.logStart, RecoveryOffset: l.leo, RecoverySegment: l.leo}
+		}
+		l.metrics.CleanOpens.Add(1)
+	default:
 		recovered = true
 		l.metrics.RecoveryOpens.Add(1)
 		if err := l.recoverLocked(ckpt, haveCkpt); err != nil {
 			return nil, err
 		}
 	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		s.seal()
+		if s.loaded { // by the recovery scan: count it against the bound
+			l.indexes.touch(s)
+		}
+	}
 	act := l.active()
-	if err := act.ensureLoaded(p.fs, act.size); err != nil {
+	if err := l.ensureLoaded(act, act.size); err != nil {
 		return nil, err
 	}
 	act.bytesSinceIndex = act.size
@@ -229,10 +250,13 @@ func openLog(p openParams) (*Log, error) {
 	epochsBefore := len(l.epochs)
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	l.epochs = l.epochs[:i]
-	if len(l.epochs) != epochsBefore {
-		if err := writeFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+	if len(l.epochs) != epochsBefore || l.epochsDirty {
+		// Cut with the tail, or rebuilt by the scan: persist now, so a clean
+		// reopen finds what recovery found.
+		if err := vfs.WriteFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
+		l.epochsDirty = false
 	}
 	if haveCkpt {
 		l.checkpointed = ckpt
@@ -326,7 +350,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 			return l.dropSegmentsFromLocked(i)
 		}
 		if pos > 0 {
-			if err := s.ensureLoaded(l.fs, s.size); err != nil {
+			if err := l.ensureLoaded(s, s.size); err != nil {
 				return err
 			}
 			s.truncateIndexes(next-s.base, pos)
@@ -345,6 +369,7 @@ func (l *Log) recoverLocked(ckpt partitionCheckpoint, haveCkpt bool) error {
 			s.onAppend(h, at, interval)
 			if h.LeaderEpoch >= 0 && (len(l.epochs) == 0 || l.epochs[len(l.epochs)-1].Epoch < h.LeaderEpoch) {
 				l.epochs = append(l.epochs, epochEntry{h.LeaderEpoch, h.BaseOffset})
+				l.epochsDirty = true
 			}
 		})
 		l.metrics.RecoveryBytesScanned.Add(res.end - pos)
@@ -426,6 +451,7 @@ func (l *Log) dropSegmentsFromLocked(i int) error {
 	}
 	for _, s := range l.segments[i:] {
 		l.cache.remove(s.h)
+		l.indexes.remove(s)
 		if err := removeSegmentFiles(l.fs, s); err != nil {
 			return err
 		}
@@ -491,7 +517,7 @@ func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
 	i := l.segmentIndexLocked(from)
 	for ; i < len(l.segments); i++ {
 		s := l.segments[i]
-		if err := s.ensureLoaded(l.fs, s.size); err != nil {
+		if err := l.ensureLoaded(s, s.size); err != nil {
 			return err
 		}
 		f, err := l.cache.acquire(s.h)

@@ -43,12 +43,12 @@ func TestRecoveryTails(t *testing.T) {
 	cases := []struct {
 		name string
 		tail []byte
-		kind func(*Metrics) int64
+		kind func(Stats) int64
 	}{
-		{"torn", simpleBatch(2, 30, 1, 't')[:50], func(m *Metrics) int64 { return m.RecoveredTorn.Load() }},
-		{"torn-body", func() []byte { b := simpleBatch(2, 30, 1, 't'); setBaseOffset(b, 20); return b[:len(b)-7] }(), func(m *Metrics) int64 { return m.RecoveredTorn.Load() }},
-		{"zeroed", make([]byte, 4096), func(m *Metrics) int64 { return m.RecoveredZeroed.Load() }},
-		{"corrupt", corrupt, func(m *Metrics) int64 { return m.RecoveredCorrupt.Load() }},
+		{"torn", simpleBatch(2, 30, 1, 't')[:50], func(s Stats) int64 { return s.RecoveredTorn }},
+		{"torn-body", func() []byte { b := simpleBatch(2, 30, 1, 't'); setBaseOffset(b, 20); return b[:len(b)-7] }(), func(s Stats) int64 { return s.RecoveredTorn }},
+		{"zeroed", make([]byte, 4096), func(s Stats) int64 { return s.RecoveredZeroed }},
+		{"corrupt", corrupt, func(s Stats) int64 { return s.RecoveredCorrupt }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,8 +60,8 @@ func TestRecoveryTails(t *testing.T) {
 			if l.LogEndOffset() != 20 || l.Size() != int64(len(valid)) {
 				t.Fatalf("LEO %d size %d", l.LogEndOffset(), l.Size())
 			}
-			if c.kind(m.Metrics()) != 1 || m.Metrics().RecoveryBytesCut.Load() != int64(len(c.tail)) {
-				t.Fatalf("metrics %+v", m.Metrics())
+			if c.kind(m.Stats()) != 1 || m.Stats().RecoveryBytesCut != int64(len(c.tail)) {
+				t.Fatalf("metrics %+v", m.Stats())
 			}
 			if !bytes.Equal(readAll(t, l, 0), valid) {
 				t.Fatal("valid prefix changed")
@@ -74,8 +74,8 @@ func TestRecoveryTails(t *testing.T) {
 			m2 := openManager(t, mem, "/data", nil)
 			defer m2.Close()
 			l2 := mustOpen(t, m2, DefaultConfig())
-			if l2.LogEndOffset() != 21 || m2.Metrics().RecoveryBytesScanned.Load() != 0 {
-				t.Fatalf("second open: LEO %d scanned %d", l2.LogEndOffset(), m2.Metrics().RecoveryBytesScanned.Load())
+			if l2.LogEndOffset() != 21 || m2.Stats().RecoveryBytesScanned != 0 {
+				t.Fatalf("second open: LEO %d scanned %d", l2.LogEndOffset(), m2.Stats().RecoveryBytesScanned)
 			}
 		})
 	}
@@ -106,7 +106,7 @@ func TestRecoveryScansOnlyTheTail(t *testing.T) {
 	m2 := openManager(t, vfs.OS, dir, nil)
 	defer m2.Close()
 	l2 := mustOpen(t, m2, cfg)
-	if got := m2.Metrics().RecoveryBytesScanned.Load(); got != tail {
+	if got := m2.Stats().RecoveryBytesScanned; got != tail {
 		t.Fatalf("recovery scanned %d bytes, the unflushed tail is %d (log %d bytes)", got, tail, l2.Size())
 	}
 	if !bytes.Equal(readAll(t, l2, 0), want) {
@@ -247,7 +247,7 @@ func fuzzRecoverBody(t *testing.T, b []byte) {
 			if l.LogEndOffset() != res.next || l.Size() != res.end {
 				t.Fatalf("round %d: LEO %d size %d, scan said %d/%d", round, l.LogEndOffset(), l.Size(), res.next, res.end)
 			}
-			if round == 1 && m.Metrics().RecoveryBytesCut.Load() != 0 {
+			if round == 1 && m.Stats().RecoveryBytesCut != 0 {
 				t.Fatal("second recovery cut again")
 			}
 			if round == 0 {
@@ -329,7 +329,7 @@ func TestCleanMarkerNotBlindlyTrusted(t *testing.T) {
 	m2 := openManager(t, mem, "/data", nil)
 	defer m2.Close()
 	l2 := mustOpen(t, m2, DefaultConfig())
-	if l2.LogEndOffset() != 10 || l2.Size() != size || m2.Metrics().RecoveryBytesCut.Load() != 34 {
-		t.Fatalf("LEO %d size %d (want %d), cut %d", l2.LogEndOffset(), l2.Size(), size, m2.Metrics().RecoveryBytesCut.Load())
+	if l2.LogEndOffset() != 10 || l2.Size() != size || m2.Stats().RecoveryBytesCut != 34 {
+		t.Fatalf("LEO %d size %d (want %d), cut %d", l2.LogEndOffset(), l2.Size(), size, m2.Stats().RecoveryBytesCut)
 	}
 }

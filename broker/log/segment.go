@@ -3,7 +3,6 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"sync"
@@ -60,6 +59,7 @@ type segment struct {
 	indexWritten int    // entries of index already in the file
 	timeWritten  int    // entries of timeIndex already in the file
 	rewrite      bool   // the index files must be rewritten from scratch
+	sealed       bool   // closed to appends: the index LRU may unload its indexes
 }
 
 func newSegment(dir string, base int64, now time.Time) *segment {
@@ -76,25 +76,14 @@ func (s *segment) logPath() string       { return segmentName(s.dir, s.base, log
 func (s *segment) indexPath() string     { return segmentName(s.dir, s.base, indexSuffix) }
 func (s *segment) timeIndexPath() string { return segmentName(s.dir, s.base, timeIndexSuffix) }
 
-// readWhole reads a whole small file (an index); a missing file reads as empty.
+// readWhole reads a whole small file (an index, a checkpoint); a missing
+// file reads as empty.
 func readWhole(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
+	b, err := vfs.ReadFile(fsys, name)
 	if vfs.IsNotExist(err) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return b, nil
+	return b, err
 }
 
 // loadIndexesLocked reads the index files, keeping only the prefix of entries
@@ -146,13 +135,6 @@ func (s *segment) loadIndexesLocked(fsys vfs.FS, size int64) error {
 	}
 	s.loaded = true
 	return nil
-}
-
-// ensureLoaded loads the indexes if needed.
-func (s *segment) ensureLoaded(fsys vfs.FS, size int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.loadIndexesLocked(fsys, size)
 }
 
 // lookup returns the largest index entry with base offset <= offset (or the

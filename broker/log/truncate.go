@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/broker/log/vfs"
 	"sort"
 )
 
@@ -26,7 +27,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	k := l.segmentIndexLocked(offset)
 	s := l.segments[k]
-	if err := s.ensureLoaded(l.fs, s.size); err != nil {
+	if err := l.ensureLoaded(s, s.size); err != nil {
 		return err
 	}
 	f, err := l.cache.acquire(s.h)
@@ -56,12 +57,17 @@ func (l *Log) TruncateTo(offset int64) error {
 	// that recovery reads as ending at or after newEnd, never a hole.
 	for _, gone := range l.segments[k+1:] {
 		l.cache.remove(gone.h)
+		l.indexes.remove(gone)
 		if err := removeSegmentFiles(l.fs, gone); err != nil {
 			return l.fail(err)
 		}
 		l.metrics.SegmentsDeleted.Add(1)
 	}
 	l.segments = l.segments[:k+1]
+	s.mu.Lock()
+	s.sealed = false // active again: appends add to its indexes
+	s.mu.Unlock()
+	l.indexes.remove(s)
 	if f, err = l.cache.acquire(s.h); err != nil {
 		return l.fail(err)
 	}
@@ -102,7 +108,7 @@ func (l *Log) lowerRecoveryPointLocked(offset, segment, pos, newEnd int64) error
 	}
 	c.LogStartOffset = min(c.LogStartOffset, newEnd)
 	c.HighWatermark = min(c.HighWatermark, newEnd)
-	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail(fmt.Errorf("log: write %s: %w", checkpointFile, err))
 	}
 	l.checkpointed = c
@@ -154,6 +160,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	for _, gone := range l.segments {
 		l.cache.remove(gone.h)
+		l.indexes.remove(gone)
 		if err := removeSegmentFiles(l.fs, gone); err != nil {
 			return l.fail(err)
 		}
@@ -180,7 +187,7 @@ func (l *Log) afterTruncateLocked() error {
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	if i < len(l.epochs) {
 		l.epochs = l.epochs[:i:i]
-		if err := writeFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
 			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
 		}
 	}

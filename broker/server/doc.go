@@ -38,14 +38,18 @@
 // Coordinator.mu before registry.mu before partition.mu; JoinGroup and
 // SyncGroup wait for their answer without any lock.
 //
-// Persistent state next to the partition directories in the data dir:
+// Topic metadata (topics, ids, partition counts, config overrides) and
+// producer-id blocks live in a metadata.Store (Options.Metadata): by default
+// a metadata.FileStore, topics.json and producer-ids.json next to the
+// partition directories; in cluster mode ZooKeeper. The registry
+// (registry.go) is the serving view of that store: each topic with its open
+// partition logs. CreateTopics and DeleteTopics hold registry.mu only to
+// reserve the name and to publish the result, never while the store is
+// written or partition directories are created or removed, so a
+// 65,536-partition topic does not stall traffic to the others.
 //
-//	topics.json        topic registry: name, id, partitions, config overrides
-//	producer-ids.json  the next unallocated producer-id block
-//
-// both replaced atomically (temp file, fsync, rename, fsync dir) through the
-// vfs.FS of Options.FS (vfs.OS in production; vfs.NewMem and errorfs in the
-// crash-loop test).
+// Time: fetch long polls, fetch sessions and the retention loop use
+// Options.Clock (clock.Wall in production, clock.Manual in tests).
 //
 // Usage:
 //

@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/broker/clock"
 	plog "github.com/sluicehq/sluice/broker/log"
 )
 
@@ -81,7 +82,7 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 			if req.SessionID != 0 {
 				s.sessions.remove(req.SessionID)
 			}
-			sess = s.sessions.create(time.Now())
+			sess = s.sessions.create(s.clock.Now())
 		default: // incremental
 			sess = s.sessions.get(req.SessionID)
 			if sess == nil {
@@ -93,7 +94,7 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 	if sess != nil {
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
-		sess.lastUsed.Store(time.Now().UnixNano())
+		sess.lastUsed.Store(s.clock.Now().UnixNano())
 		if incremental && sess.epoch != req.SessionEpoch {
 			return &fetchReply{version: req.Version, errorCode: kerr.InvalidFetchSessionEpoch.Code, sessionID: sess.id}, nil
 		}
@@ -113,8 +114,8 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 	}
 	targets := fetchTargets(s, req, sess, incremental)
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
-	deadline := time.Now().Add(maxWait)
-	var timer *time.Timer
+	deadline := s.clock.Now().Add(maxWait)
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -122,7 +123,7 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 	}()
 	for {
 		rep, changed, total, anyErr := readTargets(rc, req, targets)
-		if anyErr || maxWait <= 0 || total >= int64(req.MinBytes) || !time.Now().Before(deadline) || rc.ctx.Err() != nil {
+		if anyErr || maxWait <= 0 || total >= int64(req.MinBytes) || !s.clock.Now().Before(deadline) || rc.ctx.Err() != nil {
 			if sess != nil {
 				rep.sessionID = sess.id
 				rep.filterSession(targets, incremental)
@@ -131,12 +132,12 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		}
 		rep.release()
 		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
+			timer = s.clock.NewTimer(deadline.Sub(s.clock.Now()))
 		} else {
-			timer.Reset(time.Until(deadline))
+			timer.Reset(deadline.Sub(s.clock.Now()))
 		}
 		s.longPolls.Add(1)
-		waitAny(rc.ctx, changed, timer.C)
+		waitAny(rc.ctx, changed, timer.C())
 		s.longPolls.Add(-1)
 	}
 }

@@ -1,65 +1,37 @@
 package server
 
 import (
-	"encoding/json"
-	"fmt"
-	"math"
 	"sync"
+
+	"github.com/sluicehq/sluice/broker/metadata"
 )
 
-const (
-	producerIDFile  = "producer-ids.json"
-	producerIDBlock = 1000
-)
+const producerIDBlock = 1000
 
 // producerIDs hands out producer ids that never repeat, even across
-// restarts: ids are taken from blocks, and the end of the current block is
-// made durable before the first id of the block is handed out. A restart
-// skips the rest of the block in use.
+// restarts: ids are taken from blocks reserved durably in the metadata
+// store before the first id of a block is handed out. A restart skips the
+// rest of the block in use.
 type producerIDs struct {
-	store MetaStore
+	store metadata.Store
 
 	mu       sync.Mutex // guards next and blockEnd
 	next     int64
 	blockEnd int64
 }
 
-type producerIDFileV1 struct {
-	Version   int   `json:"version"`
-	NextBlock int64 `json:"next_block"`
-}
-
-func openProducerIDs(store MetaStore) (*producerIDs, error) {
-	p := &producerIDs{store: store}
-	data, err := store.ReadFile(producerIDFile)
-	switch {
-	case isNotExist(err):
-		return p, nil
-	case err != nil:
-		return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, producerIDFile, err)
-	}
-	var f producerIDFileV1
-	if err := json.Unmarshal(data, &f); err != nil || f.Version != 1 || f.NextBlock < 0 {
-		return nil, fmt.Errorf("%w: %s: cannot parse %q", ErrCorruptMeta, producerIDFile, data)
-	}
-	p.next, p.blockEnd = f.NextBlock, f.NextBlock
-	return p, nil
-}
+func openProducerIDs(store metadata.Store) *producerIDs { return &producerIDs{store: store} }
 
 // allocate returns a fresh producer id.
 func (p *producerIDs) allocate() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.next >= p.blockEnd {
-		if p.blockEnd > math.MaxInt64-producerIDBlock {
-			return 0, fmt.Errorf("%w: producer ids exhausted", ErrStorage)
+		first, err := p.store.ReserveProducerIDs(producerIDBlock)
+		if err != nil {
+			return 0, metaErr(err)
 		}
-		end := p.next + producerIDBlock
-		data, _ := json.Marshal(producerIDFileV1{Version: 1, NextBlock: end})
-		if err := p.store.WriteFileAtomic(producerIDFile, data); err != nil {
-			return 0, err
-		}
-		p.blockEnd = end
+		p.next, p.blockEnd = first, first+producerIDBlock
 	}
 	id := p.next
 	p.next++

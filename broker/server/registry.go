@@ -1,24 +1,20 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/metadata"
 )
-
-const registryFile = "topics.json"
 
 // partition is one served partition: its log, and the mutex that keeps
 // append + high-watermark update atomic.
@@ -28,8 +24,8 @@ type partition struct {
 	mu  sync.Mutex // serialises Append and SetHighWatermark
 }
 
-// topic is a registered topic. Its fields never change after registration
-// except by replacing the *topic in the registry.
+// topic is a served topic. Its fields never change after it is published
+// in the registry, except by replacing the *topic.
 type topic struct {
 	name      string
 	id        [16]byte
@@ -38,111 +34,122 @@ type topic struct {
 	parts     []*partition
 }
 
-// registry is the set of topics, persisted in topics.json.
+// registry is the serving view of the topic metadata: the topics of the
+// metadata.Store, each with its open partition logs. The store decides what
+// exists; the registry opens and deletes the partitions that follow.
+//
+// Concurrency: mu guards the maps only and is held for map operations, never
+// across file I/O. Produce, Fetch and Metadata take it for reading to look a
+// topic up; CreateTopics and DeleteTopics reserve the name under mu (in
+// busy), then write the store and create or delete the partition
+// directories without it, and publish the result under mu again. So a
+// 65,536-partition create or delete never stalls traffic to other topics.
 type registry struct {
-	store   MetaStore
+	store   metadata.Store
 	mgr     *plog.Manager
 	broker  config.Broker
 	logger  *slog.Logger
 	metrics *metrics
 
-	mu     sync.RWMutex // guards topics and the registry file
+	mu     sync.RWMutex
 	topics map[string]*topic
+	busy   map[string]bool // names being created or deleted
 }
 
-type registryFileV1 struct {
-	Version int             `json:"version"`
-	Topics  []registryTopic `json:"topics"`
-}
-
-type registryTopic struct {
-	Name       string            `json:"name"`
-	ID         string            `json:"id"`
-	Partitions int32             `json:"partitions"`
-	Configs    map[string]string `json:"configs,omitempty"`
-}
-
-// openRegistry loads topics.json, opens every registered partition and
-// deletes partition directories of topics that are no longer registered
-// (a DeleteTopics interrupted after the registry was written).
-func openRegistry(store MetaStore, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics) (*registry, error) {
-	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, topics: map[string]*topic{}}
-	data, err := store.ReadFile(registryFile)
-	fileExists := true
-	switch {
-	case isNotExist(err):
-		fileExists = false
-	case err != nil:
-		return nil, fmt.Errorf("%w: read %s: %v", ErrStorage, registryFile, err)
-	}
-	var f registryFileV1
-	if fileExists {
-		if err := json.Unmarshal(data, &f); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v (restore it from a backup or remove it to adopt the partition directories found)", ErrCorruptMeta, registryFile, err)
-		}
-		if f.Version != 1 {
-			return nil, fmt.Errorf("%w: %s: version %d not understood", ErrCorruptMeta, registryFile, f.Version)
-		}
+// openRegistry loads the store, opens every registered partition and
+// deletes partition directories of topics the store does not list (a
+// DeleteTopics interrupted after the store was written). A store never
+// written adopts the partition directories it finds instead.
+func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics) (*registry, error) {
+	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, topics: map[string]*topic{}, busy: map[string]bool{}}
+	topics, fresh, err := store.Load()
+	if err != nil {
+		return nil, metaErr(err)
 	}
 	onDisk := map[string]int32{}
 	for _, tp := range mgr.Partitions() {
-		if tp.Partition+1 > onDisk[tp.Topic] {
-			onDisk[tp.Topic] = tp.Partition + 1
+		onDisk[tp.Topic] = max(onDisk[tp.Topic], tp.Partition+1)
+	}
+	if fresh && len(onDisk) > 0 {
+		// No metadata but data: adopt what is on disk rather than lose it.
+		names := make([]string, 0, len(onDisk))
+		for name := range onDisk {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			t := metadata.Topic{Name: name, ID: metadata.NewTopicID(), Partitions: onDisk[name]}
+			logger.Warn("adopting partition directories without a registry entry", "topic", name, "partitions", t.Partitions)
+			if err := store.CreateTopic(t); err != nil {
+				return nil, metaErr(err)
+			}
+			topics = append(topics, t)
 		}
 	}
-	if !fileExists && len(onDisk) > 0 {
-		// No registry but data: adopt what is on disk rather than lose it.
-		for name, n := range onDisk {
-			f.Topics = append(f.Topics, registryTopic{Name: name, ID: hex.EncodeToString(newTopicID()), Partitions: n})
-			logger.Warn("adopting partition directories without a registry entry", "topic", name, "partitions", n)
-		}
-	}
-	for _, rt := range f.Topics {
-		id, err := hex.DecodeString(rt.ID)
-		if err != nil || len(id) != 16 || rt.Partitions < 1 {
-			return nil, fmt.Errorf("%w: %s: topic %q has a bad id or partition count", ErrCorruptMeta, registryFile, rt.Name)
-		}
-		t := &topic{name: rt.Name, overrides: rt.Configs, cfg: b.ResolveTopic(rt.Configs)}
-		copy(t.id[:], id)
-		if err := r.openPartitions(t, rt.Partitions); err != nil {
+	start := time.Now()
+	partitions := 0
+	for _, mt := range topics {
+		t := &topic{name: mt.Name, id: mt.ID, overrides: mt.Configs, cfg: b.ResolveTopic(mt.Configs)}
+		if err := r.openPartitions(t, mt.Partitions); err != nil {
 			return nil, err
 		}
 		r.topics[t.name] = t
+		partitions += len(t.parts)
 	}
-	if fileExists {
+	if len(topics) > 0 {
+		logger.Info("opened topics", "topics", len(topics), "partitions", partitions, "elapsed", time.Since(start).String())
+	}
+	if !fresh {
+		var orphans []plog.TopicPartition
 		for _, tp := range mgr.Partitions() {
 			if t, ok := r.topics[tp.Topic]; ok && int(tp.Partition) < len(t.parts) {
 				continue
 			}
-			logger.Warn("deleting partition of an unregistered topic", "topic", tp.Topic, "partition", tp.Partition)
-			if err := mgr.Delete(tp); err != nil {
-				return nil, fmt.Errorf("%w: delete orphan %s-%d: %v", ErrStorage, tp.Topic, tp.Partition, err)
-			}
+			orphans = append(orphans, tp)
 		}
-	} else if len(f.Topics) > 0 {
-		if err := r.persistLocked(); err != nil {
-			return nil, err
+		if len(orphans) > 0 {
+			logger.Warn("deleting partitions of unregistered topics", "partitions", len(orphans), "first", orphans[0].String())
+			if err := mgr.DeleteMany(orphans); err != nil {
+				return nil, fmt.Errorf("%w: delete orphan partitions: %v", ErrStorage, err)
+			}
 		}
 	}
 	return r, nil
 }
 
+// metaErr maps a metadata store error to the server's sentinels.
+func metaErr(err error) error {
+	if errors.Is(err, metadata.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", ErrCorruptMeta, err)
+	}
+	return fmt.Errorf("%w: %w", ErrStorage, err)
+}
+
+// openPartitions opens (creating if needed) partitions 0..n-1 of t.
 func (r *registry) openPartitions(t *topic, n int32) error {
+	tps := make([]plog.TopicPartition, n)
+	for p := range tps {
+		tps[p] = plog.TopicPartition{Topic: t.name, Partition: int32(p)}
+	}
 	lc := logConfig(t.cfg)
 	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
-	for p := int32(0); p < n; p++ {
-		tp := plog.TopicPartition{Topic: t.name, Partition: p}
-		l, err := r.mgr.Open(tp, lc)
-		if err != nil {
-			return fmt.Errorf("%w: open %s-%d: %v", ErrStorage, t.name, p, err)
+	logs, err := r.mgr.OpenMany(tps, lc)
+	t.parts = make([]*partition, 0, n)
+	for i, l := range logs {
+		if l != nil {
+			t.parts = append(t.parts, &partition{tp: tps[i], log: l})
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: open partitions of %s: %v", ErrStorage, t.name, err)
+	}
+	for _, p := range t.parts {
 		// Single node: everything in the log is committed.
-		if l.HighWatermark() < l.LogEndOffset() {
+		if l := p.log; l.HighWatermark() < l.LogEndOffset() {
 			if err := l.SetHighWatermark(l.LogEndOffset()); err != nil {
-				return fmt.Errorf("%w: set high watermark %s-%d: %v", ErrStorage, t.name, p, err)
+				return fmt.Errorf("%w: set high watermark %s: %v", ErrStorage, p.tp, err)
 			}
 		}
-		t.parts = append(t.parts, &partition{tp: tp, log: l})
 	}
 	return nil
 }
@@ -154,12 +161,14 @@ func logConfig(t config.Topic) plog.Config {
 	c.SegmentMs = time.Duration(t.SegmentMs) * time.Millisecond
 	c.IndexIntervalBytes = int(t.IndexIntervalBytes)
 	c.SegmentIndexBytes = int(t.SegmentIndexBytes)
+	c.RetentionMs = time.Duration(t.RetentionMs) * time.Millisecond
 	if t.RetentionMs < 0 {
 		c.RetentionMs = -1
-	} else {
-		c.RetentionMs = time.Duration(t.RetentionMs) * time.Millisecond
 	}
 	c.RetentionBytes = t.RetentionBytes
+	if t.RetentionBytes < 0 {
+		c.RetentionBytes = -1
+	}
 	c.Compact = strings.Contains(t.CleanupPolicy, "compact")
 	c.DeleteRetention = max(time.Duration(t.DeleteRetentionMs)*time.Millisecond, time.Millisecond)
 	if t.CleanupPolicy == "compact" {
@@ -183,22 +192,7 @@ func logConfig(t config.Topic) plog.Config {
 	return c
 }
 
-// persistLocked writes topics.json. Callers hold r.mu for writing (or own r
-// exclusively).
-func (r *registry) persistLocked() error {
-	f := registryFileV1{Version: 1}
-	for _, t := range r.topics {
-		f.Topics = append(f.Topics, registryTopic{Name: t.name, ID: hex.EncodeToString(t.id[:]), Partitions: int32(len(t.parts)), Configs: t.overrides})
-	}
-	sort.Slice(f.Topics, func(i, j int) bool { return f.Topics[i].Name < f.Topics[j].Name })
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return fmt.Errorf("%w: encode registry: %v", ErrStorage, err)
-	}
-	return r.store.WriteFileAtomic(registryFile, data)
-}
-
-// get returns a registered topic.
+// get returns a published topic.
 func (r *registry) get(name string) (*topic, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -206,7 +200,7 @@ func (r *registry) get(name string) (*topic, bool) {
 	return t, ok
 }
 
-// byID returns a registered topic by its id.
+// byID returns a published topic by its id.
 func (r *registry) byID(id [16]byte) (*topic, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -218,7 +212,7 @@ func (r *registry) byID(id [16]byte) (*topic, bool) {
 	return nil, false
 }
 
-// list returns the registered topics sorted by name.
+// list returns the published topics sorted by name.
 func (r *registry) list() []*topic {
 	r.mu.RLock()
 	out := make([]*topic, 0, len(r.topics))
@@ -239,14 +233,16 @@ func (r *registry) getOrAutoCreate(name string, allow bool) (*topic, int16) {
 	if !allow || !r.broker.AutoCreateTopics {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	if code := validTopicName(name); code != 0 {
-		return nil, code
+	if !metadata.ValidTopicName(name) {
+		return nil, kerr.InvalidTopicException.Code
 	}
 	t, code, _ := r.create(name, r.broker.NumPartitions, nil, false)
 	if code == kerr.TopicAlreadyExists.Code {
 		if t, ok := r.get(name); ok {
 			return t, 0
 		}
+		// Still being created (or deleted) by another request: retriable.
+		return nil, kerr.LeaderNotAvailable.Code
 	}
 	if code == 0 {
 		r.logger.Info("auto-created topic", "topic", name, "partitions", r.broker.NumPartitions)
@@ -254,107 +250,109 @@ func (r *registry) getOrAutoCreate(name string, allow bool) (*topic, int16) {
 	return t, code
 }
 
+// reserve checks that name is free and marks it busy. It returns a Kafka
+// error code and message.
+func (r *registry) reserveLocked(name string) (int16, string) {
+	if _, ok := r.topics[name]; ok || r.busy[name] {
+		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
+	}
+	for other := range r.topics {
+		if metadata.Collides(other, name) {
+			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", name, other)
+		}
+	}
+	for other := range r.busy {
+		if metadata.Collides(other, name) {
+			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with topic %q, being created or deleted", name, other)
+		}
+	}
+	return 0, ""
+}
+
 // create registers a topic and opens its partitions. validateOnly checks
 // without creating. It returns a Kafka error code and a message.
 func (r *registry) create(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, int16, string) {
-	if code := validTopicName(name); code != 0 {
-		return nil, code, fmt.Sprintf("topic name %q is not legal: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'", name)
+	if !metadata.ValidTopicName(name) {
+		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not legal: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'", name)
 	}
-	if partitions < 1 || partitions > 1<<16 {
-		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d out of range 1..65536", partitions)
+	if partitions < 1 || partitions > metadata.MaxPartitions {
+		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d out of range 1..%d", partitions, metadata.MaxPartitions)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.topics[name]; ok {
-		return nil, kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
+	if code, msg := r.reserveLocked(name); code != 0 {
+		r.mu.Unlock()
+		return nil, code, msg
 	}
-	for other := range r.topics {
-		if collides(other, name) {
-			return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", name, other)
-		}
-	}
-	t := &topic{name: name, overrides: overrides, cfg: r.broker.ResolveTopic(overrides)}
-	copy(t.id[:], newTopicID())
+	t := &topic{name: name, id: metadata.NewTopicID(), overrides: overrides, cfg: r.broker.ResolveTopic(overrides)}
 	if validateOnly {
+		r.mu.Unlock()
 		return t, 0, ""
 	}
+	r.busy[name] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.busy, name)
+		r.mu.Unlock()
+	}()
+
 	// Register first, then create: a crash in between leaves a registered
-	// topic whose missing partitions are created on the next open.
-	t.parts = make([]*partition, partitions) // placeholder for persistLocked's count
-	r.topics[name] = t
-	if err := r.persistLocked(); err != nil {
-		delete(r.topics, name)
-		return nil, kerr.KafkaStorageError.Code, err.Error()
+	// topic whose missing partitions are created on the next start.
+	if err := r.store.CreateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: partitions, Configs: overrides}); err != nil {
+		code := kerr.KafkaStorageError.Code
+		if errors.Is(err, metadata.ErrTopicExists) {
+			code = kerr.TopicAlreadyExists.Code
+		}
+		return nil, code, err.Error()
 	}
-	t.parts = nil
 	if err := r.openPartitions(t, partitions); err != nil {
 		r.logger.Error("create topic", "topic", name, "err", err)
-		for _, p := range t.parts {
-			_ = r.mgr.Delete(p.tp)
+		// Unregister, then remove what was created; what a failure here
+		// leaves is removed at the next start.
+		if derr := r.store.DeleteTopic(name); derr == nil {
+			tps := make([]plog.TopicPartition, partitions)
+			for p := range tps {
+				tps[p] = plog.TopicPartition{Topic: name, Partition: int32(p)}
+			}
+			_ = r.mgr.DeleteMany(tps)
 		}
-		delete(r.topics, name)
-		_ = r.persistLocked()
 		return nil, kerr.KafkaStorageError.Code, err.Error()
 	}
+	r.mu.Lock()
+	r.topics[name] = t
+	r.mu.Unlock()
 	return t, 0, ""
 }
 
 // delete unregisters a topic and removes its partitions.
 func (r *registry) delete(name string) (int16, string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	t, ok := r.topics[name]
-	if !ok {
+	if !ok || r.busy[name] {
+		r.mu.Unlock()
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 	}
-	delete(r.topics, name)
-	if err := r.persistLocked(); err != nil {
+	delete(r.topics, name) // no new request finds it from here on
+	r.busy[name] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.busy, name)
+		r.mu.Unlock()
+	}()
+	if err := r.store.DeleteTopic(name); err != nil {
+		r.mu.Lock()
 		r.topics[name] = t
+		r.mu.Unlock()
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
-	for _, p := range t.parts {
-		if err := r.mgr.Delete(p.tp); err != nil {
-			r.logger.Error("delete partition (removed on next start)", "topic", name, "partition", p.tp.Partition, "err", err)
-		}
+	tps := make([]plog.TopicPartition, len(t.parts))
+	for i, p := range t.parts {
+		tps[i] = p.tp
+	}
+	if err := r.mgr.DeleteMany(tps); err != nil {
+		r.logger.Error("delete partitions (removed at the next start)", "topic", name, "err", err)
 	}
 	r.metrics.forgetTopic(name)
 	return 0, ""
-}
-
-// validTopicName applies Kafka's topic-name rules.
-func validTopicName(name string) int16 {
-	if name == "" || name == "." || name == ".." || len(name) > 249 || !utf8.ValidString(name) {
-		return kerr.InvalidTopicException.Code
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return kerr.InvalidTopicException.Code
-		}
-	}
-	return 0
-}
-
-func collides(a, b string) bool {
-	if a == b {
-		return false
-	}
-	norm := func(s string) string {
-		out := []byte(s)
-		for i := range out {
-			if out[i] == '.' {
-				out[i] = '_'
-			}
-		}
-		return string(out)
-	}
-	return norm(a) == norm(b)
-}
-
-func newTopicID() []byte {
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
-	id[6] = id[6]&0x0f | 0x40
-	id[8] = id[8]&0x3f | 0x80
-	return id
 }

@@ -14,49 +14,67 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/metadata"
 )
 
 // addPartitions raises a topic's partition count to count. It returns a
-// Kafka error code and a message.
+// Kafka error code and a message. As create does, it holds registry.mu only
+// to reserve the topic and to publish the result, not while it writes the
+// metadata store and creates the new partition directories.
 func (r *registry) addPartitions(name string, count int32, validateOnly bool) (int16, string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	t, ok := r.topics[name]
+	var code int16
+	var msg string
 	switch {
 	case !ok:
-		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
+		code, msg = kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
+	case r.busy[name]:
+		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q is being changed; retry", name)
 	case name == group.OffsetsTopic:
-		return kerr.InvalidPartitions.Code, "the partition count of " + group.OffsetsTopic + " is fixed: groups map to its partitions by hash"
+		code, msg = kerr.InvalidPartitions.Code, "the partition count of "+group.OffsetsTopic+" is fixed: groups map to its partitions by hash"
 	case count <= int32(len(t.parts)):
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the count can only grow", name, len(t.parts))
-	case count > 1<<16:
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d out of range 1..65536", count)
+		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the count can only grow", name, len(t.parts))
+	case count > metadata.MaxPartitions:
+		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d out of range 1..%d", count, metadata.MaxPartitions)
 	}
-	if validateOnly {
-		return 0, ""
+	if code != 0 || validateOnly {
+		r.mu.Unlock()
+		return code, msg
 	}
-	nt := &topic{name: t.name, id: t.id, overrides: t.overrides, cfg: t.cfg}
-	// Register first (persistLocked counts len(parts)), then create: a crash
-	// in between leaves partitions that the next open creates.
-	nt.parts = make([]*partition, count)
-	r.topics[name] = nt
-	if err := r.persistLocked(); err != nil {
-		r.topics[name] = t
+	r.busy[name] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.busy, name)
+		r.mu.Unlock()
+	}()
+	// Register first, then create: a crash in between leaves partitions
+	// that the next start creates.
+	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: count, Configs: t.overrides}); err != nil {
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
-	nt.parts = append(make([]*partition, 0, count), t.parts...)
+	tps := make([]plog.TopicPartition, 0, int(count)-len(t.parts))
+	for p := int32(len(t.parts)); p < count; p++ {
+		tps = append(tps, plog.TopicPartition{Topic: name, Partition: p})
+	}
 	lc := logConfig(t.cfg)
 	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
-	for p := int32(len(t.parts)); p < count; p++ {
-		tp := plog.TopicPartition{Topic: name, Partition: p}
-		l, err := r.mgr.Open(tp, lc)
-		if err != nil {
-			// Registered but not open: the partitions opened so far are
-			// served; a restart opens the rest.
-			r.logger.Error("open new partition", "topic", name, "partition", p, "err", err)
-			return kerr.KafkaStorageError.Code, err.Error()
+	logs, err := r.mgr.OpenMany(tps, lc)
+	nt := &topic{name: t.name, id: t.id, overrides: t.overrides, cfg: t.cfg}
+	nt.parts = append(make([]*partition, 0, count), t.parts...)
+	for i, l := range logs {
+		if l == nil {
+			break // registered but not open: a restart opens the rest
 		}
-		nt.parts = append(nt.parts, &partition{tp: tp, log: l})
+		nt.parts = append(nt.parts, &partition{tp: tps[i], log: l})
+	}
+	r.mu.Lock()
+	r.topics[name] = nt // the partitions opened so far are served
+	r.mu.Unlock()
+	if err != nil {
+		r.logger.Error("open new partitions", "topic", name, "err", err)
+		return kerr.KafkaStorageError.Code, err.Error()
 	}
 	return 0, ""
 }
@@ -90,18 +108,21 @@ func (r *registry) setConfigs(name string, overrides map[string]string, validate
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
 	}
+	if r.busy[name] {
+		return kerr.InvalidConfig.Code, fmt.Sprintf("topic %q is being changed; retry", name)
+	}
 	if validateOnly {
 		return 0, ""
 	}
 	if len(overrides) == 0 {
 		overrides = nil
 	}
-	nt := &topic{name: t.name, id: t.id, overrides: overrides, cfg: r.broker.ResolveTopic(overrides), parts: t.parts}
-	r.topics[name] = nt
-	if err := r.persistLocked(); err != nil {
-		r.topics[name] = t
+	// One small atomic write under registry.mu: config changes are rare.
+	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: int32(len(t.parts)), Configs: overrides}); err != nil {
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
+	nt := &topic{name: t.name, id: t.id, overrides: overrides, cfg: r.broker.ResolveTopic(overrides), parts: t.parts}
+	r.topics[name] = nt
 	lc := logConfig(nt.cfg)
 	lc.ProducerIDExpiration = producerIDExpiration(r.broker)
 	for _, p := range nt.parts {

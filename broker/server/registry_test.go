@@ -41,7 +41,7 @@ func TestRegistryAdoptsAndCleans(t *testing.T) {
 	ts.stop(t)
 
 	// 1. Lost registry: both topics are adopted with their data.
-	if err := os.Remove(filepath.Join(dir, registryFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, "topics.json")); err != nil {
 		t.Fatal(err)
 	}
 	ts = startServer(t, dir, nil)
@@ -57,23 +57,26 @@ func TestRegistryAdoptsAndCleans(t *testing.T) {
 	ts.stop(t)
 
 	// 2. A registry without "dropped": its directory goes at start.
-	data, err := os.ReadFile(filepath.Join(dir, registryFile))
+	data, err := os.ReadFile(filepath.Join(dir, "topics.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f registryFileV1
+	var f struct {
+		Version int              `json:"version"`
+		Topics  []map[string]any `json:"topics"`
+	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	var keep []registryTopic
+	var keep []map[string]any
 	for _, rt := range f.Topics {
-		if rt.Name != "dropped" {
+		if rt["name"] != "dropped" {
 			keep = append(keep, rt)
 		}
 	}
 	f.Topics = keep
 	data, _ = json.Marshal(f)
-	if err := os.WriteFile(filepath.Join(dir, registryFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "topics.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ts = startServer(t, dir, nil)
@@ -89,7 +92,7 @@ func TestRegistryAdoptsAndCleans(t *testing.T) {
 
 	// 3. A corrupt registry stops the start with a message, never a silent reset.
 	ts.stop(t)
-	if err := os.WriteFile(filepath.Join(dir, registryFile), []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "topics.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := New(Options{DataDir: dir, Logger: testLogger(t)}); err == nil {

@@ -14,10 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicehq/sluice/broker/clock"
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/broker/metadata"
 )
 
 // Options configure a Server.
@@ -25,19 +27,20 @@ type Options struct {
 	DataDir string        // the data directory (partition dirs and metadata files)
 	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
 	Logger  *slog.Logger  // nil = slog.Default()
-	Clock   plog.Clock    // nil = wall clock; passed to the partition logs
+	Clock   clock.Clock   // nil = clock.Wall; fetch long polls and sessions, the retention loop, the partition logs
 	// FS is where the data directory lives: nil = vfs.OS (the real disk, and
 	// sendfile for fetches); tests use vfs.NewMem and errorfs.
 	FS vfs.FS
-	// MetaStore stores topics.json and producer-ids.json; nil =
-	// FSMetaStore{FS, DataDir}.
-	MetaStore MetaStore
+	// Metadata holds the topics and producer-id blocks; nil = a
+	// metadata.FileStore (topics.json, producer-ids.json) in DataDir.
+	Metadata metadata.Store
 }
 
 // Server is a single-node Kafka-protocol broker.
 type Server struct {
 	opts     Options
 	cfg      config.Broker
+	clock    clock.Clock
 	logger   *slog.Logger
 	mgr      *plog.Manager
 	topics   *registry
@@ -79,8 +82,8 @@ func New(opts Options) (*Server, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.OS
 	}
-	if opts.MetaStore == nil {
-		opts.MetaStore = FSMetaStore{FS: opts.FS, Dir: opts.DataDir}
+	if opts.Clock == nil {
+		opts.Clock = clock.Wall
 	}
 	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
@@ -101,20 +104,23 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
 	}
+	if opts.Metadata == nil {
+		if opts.Metadata, err = metadata.OpenFileStore(opts.FS, opts.DataDir); err != nil {
+			_ = mgr.Close()
+			unlock()
+			return nil, metaErr(err)
+		}
+	}
 	m := newMetrics()
-	reg, err := openRegistry(opts.MetaStore, mgr, cfg, opts.Logger, m)
+	m.reg.MustRegister(mgr.Collector())
+	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
 		return nil, err
 	}
 	m.topics.Store(reg)
-	pids, err := openProducerIDs(opts.MetaStore)
-	if err != nil {
-		_ = mgr.Close()
-		unlock()
-		return nil, err
-	}
+	pids := openProducerIDs(opts.Metadata)
 	groups, err := openGroups(opts, cfg, reg, m)
 	if err != nil {
 		_ = mgr.Close()
@@ -122,7 +128,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: cfg, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
+	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), groups: groups,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
 	s.retentionWG.Add(3)
@@ -288,13 +294,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (broker default or topic override) asks for it.
 func (s *Server) retentionLoop() {
 	defer s.retentionWG.Done()
-	t := time.NewTimer(s.maintenancePeriod())
+	t := s.clock.NewTimer(s.maintenancePeriod())
 	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			if err := s.mgr.RunRetention(); err != nil {
 				s.logger.Error("retention pass", "err", err)
 			}

@@ -5,19 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/broker"
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/schemaregistry"
-	"github.com/sluicehq/sluice/broker/server"
 )
 
 func init() { extraCommands = append(extraCommands, newBrokerCommand) }
@@ -67,63 +64,26 @@ shuts down cleanly.`,
 			if cmd.Flags().Changed("node-id") {
 				cfg.NodeID = nodeID
 			}
-			if err := os.MkdirAll(dataDir, 0o755); err != nil {
-				return fmt.Errorf("broker: --data-dir: %w", err)
-			}
-			srv, err := server.New(server.Options{DataDir: dataDir, Config: cfg, Logger: logger})
+			b, err := broker.Start(broker.Options{DataDir: dataDir, Listen: listen, MetricsListen: metricsListen, Config: cfg, Logger: logger})
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				_ = srv.Shutdown(context.Background())
-				return fmt.Errorf("broker: --listen %s: %w", listen, err)
-			}
-			var metricsSrv *http.Server
-			if metricsListen != "" {
-				mln, err := net.Listen("tcp", metricsListen)
-				if err != nil {
-					_ = ln.Close()
-					_ = srv.Shutdown(context.Background())
-					return fmt.Errorf("broker: --metrics-listen %s: %w", metricsListen, err)
-				}
-				mux := http.NewServeMux()
-				mux.Handle("/metrics", srv.MetricsHandler())
-				metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-				logger.Info("metrics endpoint", "metrics_addr", mln.Addr().String(), "path", "/metrics")
-				go func() { _ = metricsSrv.Serve(mln) }()
-			}
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-			defer signal.Stop(sigs)
-			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", ln.Addr())
-			serveErr := make(chan error, 1)
-			go func() { serveErr <- srv.Serve(ln) }()
+			ctx, stop := stopSignals(syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", b.Addr())
+			ran := make(chan error, 1)
+			go func() { ran <- b.Run(ctx) }()
 			if registryListen != "" { // the schema registry, stored in this broker's _schemas topic
 				stopRegistry, err := startRegistry(cmd.Context(), cmd.OutOrStdout(), registryListen,
-					schemaregistry.Options{Bootstrap: []string{ln.Addr().String()}, Logger: logger})
+					schemaregistry.Options{Bootstrap: []string{b.Addr().String()}, Logger: logger})
 				if err != nil {
-					_ = srv.Shutdown(context.Background())
+					stop()
+					<-ran
 					return fmt.Errorf("broker: --registry-listen %s: %w", registryListen, err)
 				}
 				defer func() { _ = stopRegistry() }()
 			}
-			var runErr error
-			select {
-			case sig := <-sigs:
-				logger.Info("shutting down", "signal", sig.String())
-			case err := <-serveErr:
-				runErr = fmt.Errorf("broker: serve: %w", err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if metricsSrv != nil {
-				_ = metricsSrv.Shutdown(ctx)
-			}
-			if err := srv.Shutdown(ctx); err != nil && runErr == nil {
-				runErr = err
-			}
-			return runErr
+			return <-ran
 		},
 	}
 	f := cmd.Flags()
@@ -136,4 +96,20 @@ shuts down cleanly.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&registryListen, "registry-listen", "", "also serve the schema registry REST API on this address (e.g. 127.0.0.1:8081), stored in this broker's _schemas topic")
 	return cmd
+}
+
+// stopSignals returns a context cancelled, with the signal as its cause (which
+// the broker logs), at the first of sigs.
+func stopSignals(sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(fmt.Errorf("signal %s", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(context.Canceled) }
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -21,8 +20,73 @@ var ErrCrashed = errors.New("vfs: file handle from before a simulated crash")
 type Mem struct {
 	mu      sync.Mutex
 	gen     int
-	live    map[string]*memNode // current namespace
-	durable map[string]*memNode // namespace as of the last SyncDir of each directory
+	live    *namespace // current namespace
+	durable *namespace // namespace as of the last SyncDir of each directory
+}
+
+// namespace maps paths to nodes and indexes them by parent directory, so
+// that listing, syncing or removing a directory costs its own entries, not
+// the whole file system's (a data directory may hold 65,536 partitions).
+type namespace struct {
+	nodes map[string]*memNode
+	kids  map[string]map[string]struct{} // parent path -> full paths of its entries
+}
+
+func newNamespace() *namespace {
+	return &namespace{nodes: map[string]*memNode{}, kids: map[string]map[string]struct{}{}}
+}
+
+func (ns *namespace) get(p string) (*memNode, bool) { n, ok := ns.nodes[p]; return n, ok }
+
+func (ns *namespace) set(p string, n *memNode) {
+	if _, ok := ns.nodes[p]; !ok {
+		d := path.Dir(p)
+		k := ns.kids[d]
+		if k == nil {
+			k = map[string]struct{}{}
+			ns.kids[d] = k
+		}
+		k[p] = struct{}{}
+	}
+	ns.nodes[p] = n
+}
+
+func (ns *namespace) del(p string) {
+	if _, ok := ns.nodes[p]; !ok {
+		return
+	}
+	delete(ns.nodes, p)
+	d := path.Dir(p)
+	if k := ns.kids[d]; k != nil {
+		delete(k, p)
+		if len(k) == 0 {
+			delete(ns.kids, d)
+		}
+	}
+}
+
+// children returns the full paths of dir's entries.
+func (ns *namespace) children(dir string) []string {
+	out := make([]string, 0, len(ns.kids[dir]))
+	for q := range ns.kids[dir] {
+		out = append(out, q)
+	}
+	return out
+}
+
+// descendants returns the full paths of everything below dir.
+func (ns *namespace) descendants(dir string) []string {
+	var out []string
+	stack := []string{dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for q := range ns.kids[d] {
+			out = append(out, q)
+			stack = append(stack, q)
+		}
+	}
+	return out
 }
 
 type memNode struct {
@@ -35,7 +99,7 @@ type memNode struct {
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *Mem {
-	return &Mem{live: map[string]*memNode{}, durable: map[string]*memNode{}}
+	return &Mem{live: newNamespace(), durable: newNamespace()}
 }
 
 func clean(name string) string { return path.Clean("/" + name) }
@@ -48,12 +112,12 @@ func (m *Mem) Crash() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++
-	live := make(map[string]*memNode, len(m.durable))
-	for p, n := range m.durable {
+	live := newNamespace()
+	for p, n := range m.durable.nodes {
 		// An entry survives only if every ancestor directory survived.
 		ok := true
 		for d := path.Dir(p); !isRoot(d); d = path.Dir(d) {
-			if _, found := m.durable[d]; !found {
+			if _, found := m.durable.get(d); !found {
 				ok = false
 				break
 			}
@@ -65,12 +129,12 @@ func (m *Mem) Crash() {
 		n.data = append([]byte(nil), n.synced...)
 		n.dirtyFrom = int64(len(n.data))
 		n.mu.Unlock()
-		live[p] = n
+		live.set(p, n)
 	}
 	m.live = live
-	durable := make(map[string]*memNode, len(live))
-	for p, n := range live {
-		durable[p] = n
+	durable := newNamespace()
+	for p, n := range live.nodes {
+		durable.set(p, n)
 	}
 	m.durable = durable
 }
@@ -80,7 +144,7 @@ func (m *Mem) parentExists(p string) error {
 	if isRoot(d) {
 		return nil
 	}
-	n, ok := m.live[d]
+	n, ok := m.live.get(d)
 	if !ok || !n.isDir {
 		return &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
 	}
@@ -95,12 +159,12 @@ func (m *Mem) Create(name string) (File, error) {
 	if err := m.parentExists(p); err != nil {
 		return nil, err
 	}
-	if n, ok := m.live[p]; ok && n.isDir {
+	if n, ok := m.live.get(p); ok && n.isDir {
 		return nil, &fs.PathError{Op: "create", Path: p, Err: errors.New("is a directory")}
 	}
 	// A new node: the old one (if any) may still be referenced by durable state.
 	n := &memNode{}
-	m.live[p] = n
+	m.live.set(p, n)
 	return &memFile{fs: m, n: n, gen: m.gen, name: p, write: true}, nil
 }
 
@@ -108,7 +172,7 @@ func (m *Mem) open(name string, write bool) (File, error) {
 	p := clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, ok := m.live[p]
+	n, ok := m.live.get(p)
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
 	}
@@ -129,18 +193,14 @@ func (m *Mem) Remove(name string) error {
 	p := clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, ok := m.live[p]
+	n, ok := m.live.get(p)
 	if !ok {
 		return &fs.PathError{Op: "remove", Path: p, Err: fs.ErrNotExist}
 	}
-	if n.isDir {
-		for q := range m.live {
-			if strings.HasPrefix(q, p+"/") {
-				return &fs.PathError{Op: "remove", Path: p, Err: errors.New("directory not empty")}
-			}
-		}
+	if n.isDir && len(m.live.kids[p]) > 0 {
+		return &fs.PathError{Op: "remove", Path: p, Err: errors.New("directory not empty")}
 	}
-	delete(m.live, p)
+	m.live.del(p)
 	return nil
 }
 
@@ -149,11 +209,10 @@ func (m *Mem) RemoveAll(name string) error {
 	p := clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for q := range m.live {
-		if q == p || strings.HasPrefix(q, p+"/") {
-			delete(m.live, q)
-		}
+	for _, q := range m.live.descendants(p) {
+		m.live.del(q)
 	}
+	m.live.del(p)
 	return nil
 }
 
@@ -163,7 +222,7 @@ func (m *Mem) Rename(oldname, newname string) error {
 	op, np := clean(oldname), clean(newname)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, ok := m.live[op]
+	n, ok := m.live.get(op)
 	if !ok {
 		return &fs.PathError{Op: "rename", Path: op, Err: fs.ErrNotExist}
 	}
@@ -171,22 +230,21 @@ func (m *Mem) Rename(oldname, newname string) error {
 		return err
 	}
 	if n.isDir {
-		if _, exists := m.live[np]; exists {
+		if _, exists := m.live.get(np); exists {
 			return &fs.PathError{Op: "rename", Path: np, Err: fs.ErrExist}
 		}
 		// The tree moves with the directory; what was durable inside it
 		// stays durable (the directory entry itself needs SyncDir of the parent).
-		for _, ns := range []map[string]*memNode{m.live, m.durable} {
-			for q, c := range ns {
-				if strings.HasPrefix(q, op+"/") {
-					delete(ns, q)
-					ns[np+q[len(op):]] = c
-				}
+		for _, ns := range []*namespace{m.live, m.durable} {
+			for _, q := range ns.descendants(op) {
+				c := ns.nodes[q]
+				ns.del(q)
+				ns.set(np+q[len(op):], c)
 			}
 		}
 	}
-	delete(m.live, op)
-	m.live[np] = n
+	m.live.del(op)
+	m.live.set(np, n)
 	return nil
 }
 
@@ -201,13 +259,13 @@ func (m *Mem) MkdirAll(dir string) error {
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		d := chain[i]
-		if n, ok := m.live[d]; ok {
+		if n, ok := m.live.get(d); ok {
 			if !n.isDir {
 				return &fs.PathError{Op: "mkdir", Path: d, Err: errors.New("not a directory")}
 			}
 			continue
 		}
-		m.live[d] = &memNode{isDir: true}
+		m.live.set(d, &memNode{isDir: true})
 	}
 	return nil
 }
@@ -218,13 +276,13 @@ func (m *Mem) List(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !isRoot(p) {
-		if n, ok := m.live[p]; !ok || !n.isDir {
+		if n, ok := m.live.get(p); !ok || !n.isDir {
 			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fs.ErrNotExist}
 		}
 	}
 	var names []string
-	for q := range m.live {
-		if path.Dir(q) == p && q != p {
+	for _, q := range m.live.children(p) {
+		if q != p {
 			names = append(names, path.Base(q))
 		}
 	}
@@ -236,7 +294,7 @@ func (m *Mem) List(dir string) ([]string, error) {
 func (m *Mem) Stat(name string) (int64, bool, error) {
 	p := clean(name)
 	m.mu.Lock()
-	n, ok := m.live[p]
+	n, ok := m.live.get(p)
 	m.mu.Unlock()
 	if !ok {
 		if isRoot(p) {
@@ -255,18 +313,18 @@ func (m *Mem) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !isRoot(p) {
-		if n, ok := m.live[p]; !ok || !n.isDir {
+		if n, ok := m.live.get(p); !ok || !n.isDir {
 			return &fs.PathError{Op: "syncdir", Path: p, Err: fs.ErrNotExist}
 		}
 	}
-	for q := range m.durable {
-		if path.Dir(q) == p {
-			delete(m.durable, q)
+	for _, q := range m.durable.children(p) {
+		if q != p {
+			m.durable.del(q)
 		}
 	}
-	for q, n := range m.live {
-		if path.Dir(q) == p && q != p {
-			m.durable[q] = n
+	for _, q := range m.live.children(p) {
+		if q != p {
+			m.durable.set(q, m.live.nodes[q])
 		}
 	}
 	return nil

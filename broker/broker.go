@@ -1,0 +1,148 @@
+// Package broker runs a sluice broker from start to clean shutdown: the
+// Kafka-protocol server (broker/server) over the partition logs of a data
+// directory, and the Prometheus /metrics endpoint. cmd/sluice only turns
+// flags into Options.
+//
+// Usage:
+//
+//	b, err := broker.Start(broker.Options{DataDir: dir, Listen: "127.0.0.1:9092", Config: config.Default()})
+//	if err != nil { ... }
+//	fmt.Println("listening on", b.Addr())
+//	err = b.Run(ctx) // serves until ctx ends, then shuts down cleanly
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/server"
+)
+
+// DefaultShutdownTimeout bounds a clean shutdown: connections still busy
+// after it are closed hard (the logs are closed cleanly either way).
+const DefaultShutdownTimeout = 30 * time.Second
+
+// Options configure a Broker.
+type Options struct {
+	DataDir string        // partition logs and metadata; created if missing (required)
+	Listen  string        // Kafka-protocol address; port 0 picks a free one
+	Config  config.Broker // broker properties; the zero value means config.Default()
+	// MetricsListen serves Prometheus /metrics there; "" = no endpoint.
+	MetricsListen   string
+	Logger          *slog.Logger  // nil = slog.Default()
+	ShutdownTimeout time.Duration // 0 = DefaultShutdownTimeout
+}
+
+// Broker is a running single-node broker: listeners bound, data directory
+// open (and locked).
+type Broker struct {
+	opts    Options
+	logger  *slog.Logger
+	srv     *server.Server
+	ln      net.Listener
+	mln     net.Listener // nil without MetricsListen
+	metrics *http.Server
+}
+
+// Start opens (recovering) the data directory and binds the listeners; it
+// does not serve yet. On error nothing stays open or locked.
+func Start(opts Options) (*Broker, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("broker: a data directory is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data directory: %w", err)
+	}
+	srv, err := server.New(server.Options{DataDir: opts.DataDir, Config: opts.Config, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{opts: opts, logger: opts.Logger, srv: srv}
+	fail := func(err error) (*Broker, error) {
+		if b.ln != nil {
+			_ = b.ln.Close()
+		}
+		_ = srv.Shutdown(context.Background())
+		return nil, err
+	}
+	if b.ln, err = net.Listen("tcp", opts.Listen); err != nil {
+		return fail(fmt.Errorf("broker: listen %s: %w", opts.Listen, err))
+	}
+	if opts.MetricsListen != "" {
+		if b.mln, err = net.Listen("tcp", opts.MetricsListen); err != nil {
+			return fail(fmt.Errorf("broker: metrics listen %s: %w", opts.MetricsListen, err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", srv.MetricsHandler())
+		b.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	return b, nil
+}
+
+// Addr is the bound Kafka-protocol address.
+func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// MetricsAddr is the bound metrics address, nil without MetricsListen.
+func (b *Broker) MetricsAddr() net.Addr {
+	if b.mln == nil {
+		return nil
+	}
+	return b.mln.Addr()
+}
+
+// Run serves until ctx ends or serving fails, then shuts down cleanly
+// (within Options.ShutdownTimeout): stop accepting, let connections finish,
+// close the partition logs (writing the clean-shutdown marker) and release
+// the data directory. It returns nil after a clean shutdown requested by
+// ctx, else the first error.
+func (b *Broker) Run(ctx context.Context) error {
+	if b.metrics != nil {
+		b.logger.Info("metrics endpoint", "metrics_addr", b.mln.Addr().String(), "path", "/metrics")
+		go func() { _ = b.metrics.Serve(b.mln) }()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- b.srv.Serve(b.ln) }()
+	var runErr error
+	select {
+	case <-ctx.Done():
+		b.logger.Info("shutting down", "reason", context.Cause(ctx).Error())
+	case err := <-serveErr:
+		runErr = fmt.Errorf("broker: serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), b.opts.ShutdownTimeout)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// Shutdown stops the broker as Run does when its context ends. Run calls it;
+// call it directly only for a Broker that was started but never run.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.metrics != nil {
+		_ = b.metrics.Shutdown(ctx)
+	}
+	if b.mln != nil {
+		_ = b.mln.Close() // if it was never served
+	}
+	err := b.srv.Shutdown(ctx)
+	_ = b.ln.Close()
+	if errors.Is(err, server.ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+// Package metadata is the broker's cluster metadata: which topics exist,
+// their ids, partition counts and configuration overrides, and the blocks
+// of producer ids handed out. The broker reads and changes it only through
+// Store, so that cluster mode can put it in ZooKeeper (/brokers/topics,
+// /config/topics, the producer-id block znode) in place of FileStore, the
+// single-node store in the data directory.
+//
+// A Store records decisions; it opens no partition. The broker's serving
+// state (open partition logs) is built from it at start and follows each
+// change the broker makes through it.
+//
+// # FileStore layout
+//
+//	<data dir>/
+//	  topics.json        {"version":1,"topics":[{"name","id","partitions","configs"}...]}
+//	  producer-ids.json  {"version":1,"next_block":N}
+//	  topics.json.tmp    a write in progress (vfs.WriteFileAtomic); removed at open
+//
+// Both files are replaced atomically and are durable when a method returns.
+// A version other than 1 is refused, never guessed at.
+package metadata
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Sentinel errors. Store implementations wrap them with %w.
+var (
+	// ErrTopicExists: CreateTopic of a name that is registered.
+	ErrTopicExists = errors.New("metadata: topic already exists")
+	// ErrUnknownTopic: DeleteTopic of a name that is not registered.
+	ErrUnknownTopic = errors.New("metadata: unknown topic")
+	// ErrCorrupt: the stored metadata cannot be parsed; nothing is guessed.
+	ErrCorrupt = errors.New("metadata: corrupt")
+	// ErrStorage: the store could not be read or written.
+	ErrStorage = errors.New("metadata: storage")
+	// ErrExhausted: no producer ids are left.
+	ErrExhausted = errors.New("metadata: producer ids exhausted")
+)
+
+// Topic is what the metadata records about one topic.
+type Topic struct {
+	Name       string
+	ID         [16]byte // Kafka's topic id (a random UUID v4)
+	Partitions int32
+	Configs    map[string]string // topic-level overrides; nil = none
+}
+
+// Store holds the metadata. Every method is safe for concurrent use and
+// returns only when its change is durable (or has failed and changed
+// nothing). Implementations: FileStore (single node); a ZooKeeper-backed one
+// in cluster mode.
+type Store interface {
+	// Load returns the registered topics sorted by name. fresh is true when
+	// the store was never written (a new data directory, or a lost
+	// topics.json): the caller may then adopt partitions it finds on disk.
+	Load() (topics []Topic, fresh bool, err error)
+	// CreateTopic registers t; ErrTopicExists if t.Name is registered.
+	CreateTopic(t Topic) error
+	// UpdateTopic replaces a registered topic's partition count and
+	// configs (t.ID must not change); ErrUnknownTopic if it is not registered.
+	UpdateTopic(t Topic) error
+	// DeleteTopic unregisters a topic; ErrUnknownTopic if it is not registered.
+	DeleteTopic(name string) error
+	// ReserveProducerIDs reserves the next n producer ids, never handed
+	// out before (even across restarts), and returns the first.
+	ReserveProducerIDs(n int64) (first int64, err error)
+}
+
+// MaxPartitions is the most partitions one topic may have.
+const MaxPartitions = 1 << 16
+
+// ValidTopicName applies Kafka's topic-name rules: 1 to 249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func ValidTopicName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > 249 || !utf8.ValidString(name) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Collides reports whether two different names clash in metric names
+// ('.' and '_' are interchangeable there), which Kafka refuses.
+func Collides(a, b string) bool {
+	if a == b || len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == '.' {
+			x = '_'
+		}
+		if y == '.' {
+			y = '_'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// NewTopicID returns a random version-4 UUID.
+func NewTopicID() [16]byte {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+func storageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrStorage, fmt.Sprintf(format, args...))
+}
