@@ -48,6 +48,10 @@ type Broker struct {
 	SocketRequestMaxBytes       int32  // socket.request.max.bytes
 	ConnectionsMaxIdleMs        int64  // connections.max.idle.ms
 	FetchSessionSlots           int64  // max.incremental.fetch.session.cache.slots
+	MaxConnections              int64  // max.connections: open client connections; more are closed at accept
+	MaxConnectionsPerIP         int64  // max.connections.per.ip: the same, per client address
+	QueuedMaxRequestBytes       int64  // queued.max.request.bytes: request bytes read but not yet answered, all connections (<= 0: no bound, as in Kafka)
+	FetchMaxBytes               int64  // fetch.max.bytes: record bytes of one Fetch answer (soft: the first batch goes whole)
 	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
 	ClusterID                   string // cluster.id
 	TopicDefaults               Topic  // the log.* properties, as topic configs
@@ -71,6 +75,11 @@ type Topic struct {
 	DeleteRetentionMs    int64  // delete.retention.ms: how long compaction keeps tombstones
 }
 
+// DefaultQueuedMaxRequestBytes is sluice's default queued.max.request.bytes:
+// 256 MiB. Apache Kafka's default is -1 (no bound in bytes; it bounds the
+// number of queued requests instead, queued.max.requests = 500).
+const DefaultQueuedMaxRequestBytes = 256 << 20
+
 // Default returns the broker configuration with Apache Kafka's defaults.
 func Default() Broker {
 	return Broker{
@@ -82,6 +91,10 @@ func Default() Broker {
 		SocketRequestMaxBytes:       104857600,
 		ConnectionsMaxIdleMs:        600000,
 		FetchSessionSlots:           1000,
+		MaxConnections:              math.MaxInt32,
+		MaxConnectionsPerIP:         math.MaxInt32,
+		QueuedMaxRequestBytes:       DefaultQueuedMaxRequestBytes,
+		FetchMaxBytes:               57671680,
 		LogRetentionCheckIntervalMs: 300000,
 		ClusterID:                   "sluice-cluster",
 		TopicDefaults: Topic{
@@ -242,6 +255,10 @@ var brokerProps = []brokerProp{
 		get: func(b *Broker) string { return strconv.Itoa(int(b.SocketRequestMaxBytes)) }},
 	int64Prop("connections.max.idle.ms", "close a connection that sent no request for this long", func(b *Broker) *int64 { return &b.ConnectionsMaxIdleMs }, 1),
 	int64Prop("max.incremental.fetch.session.cache.slots", "incremental fetch sessions kept (0 disables them)", func(b *Broker) *int64 { return &b.FetchSessionSlots }, 0),
+	int64Prop("max.connections", "client connections open at once; more are closed as they arrive", func(b *Broker) *int64 { return &b.MaxConnections }, 0),
+	int64Prop("max.connections.per.ip", "client connections open at once from one address; more are closed as they arrive", func(b *Broker) *int64 { return &b.MaxConnectionsPerIP }, 0),
+	int64Prop("queued.max.request.bytes", "request bytes read but not yet answered, over all connections; reading waits beyond it (0 or -1: no bound)", func(b *Broker) *int64 { return &b.QueuedMaxRequestBytes }, -1),
+	int64Prop("fetch.max.bytes", "record bytes of one Fetch answer (the first batch is sent whole even if larger)", func(b *Broker) *int64 { return &b.FetchMaxBytes }, 1024),
 	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
 	{name: "cluster.id", doc: "cluster id reported in Metadata",
 		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },
@@ -398,6 +415,7 @@ var kafkaTypes = map[string]int8{
 	"log.cleanup.policy": typeList, "auto.create.topics.enable": typeBoolean, "delete.topic.enable": typeBoolean,
 	"segment.bytes": typeInt, "segment.index.bytes": typeInt, "index.interval.bytes": typeInt,
 	"max.message.bytes": typeInt, "message.timestamp.type": typeString, "cleanup.policy": typeList,
+	"max.connections": typeInt, "max.connections.per.ip": typeInt, "fetch.max.bytes": typeInt,
 }
 
 func kafkaType(name string) int8 {

@@ -119,9 +119,9 @@ func checkCRC(b []byte, h *batchHeader) error {
 	return nil
 }
 
-// validateClientBatch checks one whole batch b as received from a producer.
-// It never decompresses: for compressed batches the record count is checked
-// against lastOffsetDelta; for uncompressed ones the record framing is walked.
+// validateClientBatch checks one whole batch b as received from a producer:
+// the header, the CRC, and the records against the header's count (walked in
+// place when uncompressed, decompressed as a stream otherwise: validate.go).
 func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 	if len(b) < batchHeaderSize {
 		return batchHeader{}, fmt.Errorf("%w: %d bytes, shorter than a v2 batch header", ErrCorruptBatch, len(b))
@@ -161,12 +161,15 @@ func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 		if err := walkRecords(b[batchHeaderSize:], h.RecordCount); err != nil {
 			return h, err
 		}
+	} else if err := validateCompressedRecords(b, &h, maxDecompressed); err != nil {
+		return h, err
 	}
 	return h, nil
 }
 
 // walkRecords checks the framing of uncompressed records: count records, each
-// a varint length followed by that many bytes, offset deltas 0, 1, 2, ...
+// a varint length followed by that many bytes, offset deltas 0, 1, 2, ...,
+// key, value and headers ending exactly with the record.
 func walkRecords(b []byte, count int32) error {
 	for i := int32(0); i < count; i++ {
 		length, n := binary.Varint(b)
@@ -184,6 +187,9 @@ func walkRecords(b []byte, count int32) error {
 		delta, k := binary.Varint(rec[m:])
 		if k <= 0 || delta != int64(i) {
 			return fmt.Errorf("%w: record %d: offset delta %d", ErrCorruptBatch, i, delta)
+		}
+		if err := checkRecordFields(rec[m+k:]); err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
 		}
 	}
 	if len(b) != 0 {

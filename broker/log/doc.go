@@ -23,7 +23,9 @@
 // producer sent them except the fields outside the CRC: baseOffset
 // (assigned by the log) and partitionLeaderEpoch; for LogAppendTime topics
 // also maxTimestamp, the timestamp-type bit and the CRC. Batches are never
-// decompressed. The file name is the base offset of its first batch.
+// rewritten; a producer's compressed batch is decompressed as a stream only
+// to check its records against its header (validate.go). The file name is the
+// base offset of its first batch.
 //
 //	RecordBatch v2, big-endian; byte offsets on the left
 //	 0 baseOffset       int64  outside the CRC, assigned by the log
@@ -103,7 +105,10 @@
 // Retention writes the new log start offset before it deletes segments;
 // segments left below the log start by a crash are deleted at the next open.
 // An fsync error is not retried: the log refuses further writes
-// (ErrLogFailed) until it is reopened, which runs recovery.
+// (ErrLogFailed) until it is reopened, which runs recovery. The exception is
+// opening on a full file system (diskfull.go): the recovered state cannot be
+// made durable, so the log serves reads, refuses writes, and retries those
+// writes at each write attempt until space returns.
 //
 // # Concurrency and lock order
 //
@@ -158,8 +163,9 @@
 //     that happened in between only to descriptors open at the time, so such
 //     an error can go unnoticed. Use flush.messages / flush.ms (or a cache as
 //     large as the number of active partitions) where that matters.
-//   - OffsetForTimestamp decompresses at most 64 MiB of one batch; beyond that
-//     it answers with the batch's base offset.
+//   - OffsetForTimestamp decompresses at most 64 MiB of one batch (and what
+//     its caller's DecompressBudget allows); beyond that it answers with the
+//     batch's base offset. Appends refuse a batch expanding beyond 64 MiB.
 //
 // # Usage
 //

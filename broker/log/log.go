@@ -70,6 +70,7 @@ type Log struct {
 	lastFlush     time.Time
 	dirDirty      bool  // directory entries created since the last SyncDir
 	failed        error // set by an I/O error that left the files uncertain
+	deferred      int   // start-up writes a full disk deferred (diskfull.go); failed is set meanwhile
 	closed        bool
 	changed       chan struct{}
 }
@@ -212,6 +213,7 @@ func (l *Log) checkWritable() error {
 	if l.closed {
 		return ErrClosed
 	}
+	l.retryDeferredLocked()
 	if l.failed != nil {
 		return fmt.Errorf("%w: %s: %w", ErrLogFailed, l.tp, l.failed)
 	}
@@ -232,8 +234,9 @@ func (l *Log) fail(err error) error {
 // Produce request carries them. It is all-or-nothing. On a leader
 // (AssignOffsets) it rewrites each batch's baseOffset and
 // partitionLeaderEpoch in place in the caller's buffer (and, for
-// LogAppendTime topics, maxTimestamp and the CRC); batches are never
-// decompressed. Idempotent batches (producerId >= 0) must come one per call.
+// LogAppendTime topics, maxTimestamp and the CRC); a leader's compressed
+// batches are decompressed as a stream to be checked (validate.go), never
+// rewritten. Idempotent batches (producerId >= 0) must come one per call.
 func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
 	l.mu.RLock()

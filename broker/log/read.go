@@ -255,6 +255,14 @@ func readRegion(f vfs.File, s *segment, end, offset int64, maxBytes int, maxOffs
 // 64 MiB). A batch whose records cannot be read is answered with its base
 // offset and max timestamp; LogAppendTime batches with their first offset.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
+	return l.OffsetForTimestampWithin(ts, nil)
+}
+
+// OffsetForTimestampWithin is OffsetForTimestamp decompressing at most what
+// budget has left (and taking what it used from it); nil = no budget beyond
+// the per-batch bound. A batch that cannot be searched within the budget is
+// answered at batch granularity (its base offset and max timestamp).
+func (l *Log) OffsetForTimestampWithin(ts int64, budget *DecompressBudget) (offset, timestamp int64, found bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -292,7 +300,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 			if whole, err = r.at(pos, int(h.size())); err != nil {
 				break
 			}
-			off, rts := firstRecordAtOrAfter(whole, &h, ts, logStart)
+			off, rts := firstRecordAtOrAfter(whole, &h, ts, logStart, budget)
 			return off, rts, true, nil
 		}
 		pos += h.size()

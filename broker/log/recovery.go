@@ -253,7 +253,7 @@ func openLog(p openParams) (*Log, error) {
 	if len(l.epochs) != epochsBefore || l.epochsDirty {
 		// Cut with the tail, or rebuilt by the scan: persist now, so a clean
 		// reopen finds what recovery found.
-		if err := vfs.WriteFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil {
+		if err := vfs.WriteFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil && !l.deferOnFullDisk(err, deferredEpochs) {
 			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
 		l.epochsDirty = false
@@ -270,7 +270,7 @@ func openLog(p openParams) (*Log, error) {
 		// Everything scanned is valid now; make it durable (after a process
 		// kill it may still be only in the page cache) and move the recovery point.
 		l.dirDirty = true
-		if err := l.checkpointLocked(); err != nil {
+		if err := l.checkpointLocked(); err != nil && !l.deferOnFullDisk(err, deferredCheckpoint) {
 			return nil, err
 		}
 	}

@@ -180,7 +180,7 @@ func FuzzValidateBatch(f *testing.F) {
 		pos := 0
 		for _, h := range hdrs {
 			one := in[pos : pos+int(h.size())]
-			firstRecordAtOrAfter(one, &h, 0, 0) // walks (and decompresses) records: no panic
+			firstRecordAtOrAfter(one, &h, 0, 0, nil) // walks (and decompresses) records: no panic
 			setBaseOffset(one, 1234)
 			setLeaderEpoch(one, 7)
 			setLogAppendTime(one, 99)
@@ -302,7 +302,7 @@ func FuzzRecordsWalk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, codec uint8, records []byte, ts int64) {
 		h := batchHeader{BaseOffset: 100, RecordCount: 3, LastOffsetDelta: 2, FirstTimestamp: 10, MaxTimestamp: 20, Attributes: int16(codec % 5)}
 		b := append(make([]byte, batchHeaderSize), records...)
-		off, rts := firstRecordAtOrAfter(b, &h, ts, 0)
+		off, rts := firstRecordAtOrAfter(b, &h, ts, 0, nil)
 		if off < 100 || (rts != h.MaxTimestamp && rts < ts) {
 			t.Fatalf("answer %d %d for ts %d", off, rts, ts)
 		}

@@ -222,6 +222,7 @@ func (l *Log) closeLocked() error {
 		return nil
 	}
 	var err error
+	l.retryDeferredLocked() // space may have returned since a full-disk start
 	if l.failed == nil {
 		err = l.checkpointLocked()
 	} else {

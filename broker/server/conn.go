@@ -32,6 +32,7 @@ const (
 type conn struct {
 	s      *Server
 	nc     net.Conn
+	ip     string // client address, for max.connections.per.ip
 	br     *bufio.Reader
 	logger *slog.Logger
 
@@ -49,8 +50,10 @@ type conn struct {
 
 // frame is one request as read off the wire, without its size prefix.
 type frame struct {
-	buf     []byte
-	arrived time.Time
+	buf      []byte
+	arrived  time.Time
+	reserved int64   // bytes reserved in the server's requestMemory
+	id       frameID // its name there
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -96,6 +99,7 @@ func (c *conn) serve() {
 		err := c.handle(f)
 		c.account(-len(f.buf))
 		putFrame(f.buf) // answered: nothing refers into it any more
+		c.s.reqMem.done(f.id, f.reserved)
 		if err != nil {
 			if errors.Is(err, ErrBadFrame) {
 				c.s.metrics.badFrames.Inc()
@@ -111,6 +115,10 @@ func (c *conn) serve() {
 	c.cancel()
 	_ = c.nc.Close()
 	<-c.readerDone
+	for f := range c.frames { // read but never handled
+		putFrame(f.buf)
+		c.s.reqMem.done(f.id, f.reserved)
+	}
 }
 
 // stopReading makes the reader stop after the frame it is reading; queued
@@ -122,6 +130,7 @@ func (c *conn) readLoop() {
 	defer close(c.frames)
 	max := c.s.cfg.SocketRequestMaxBytes
 	var sizeBuf [4]byte
+	var seq uint64 // frames read, naming each in the request memory
 	idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	for {
 		if !c.waitForRoom() {
@@ -152,46 +161,93 @@ func (c *conn) readLoop() {
 			_ = c.nc.Close()
 			return
 		}
-		buf, err := readBody(c.br, int(size))
+		seq++
+		id := frameID{c, seq}
+		buf, reserved, err := c.readBody(id, int(size))
 		if err != nil {
-			c.logger.Debug("truncated request frame", "size", size, "err", err)
+			if c.ctx.Err() == nil {
+				c.logger.Debug("truncated request frame", "size", size, "err", err)
+			}
 			c.cancel()
 			return
 		}
 		c.account(len(buf))
 		select {
-		case c.frames <- frame{buf: buf, arrived: time.Now()}:
+		case c.frames <- frame{buf: buf, arrived: time.Now(), reserved: reserved, id: id}:
 		case <-c.done:
+			c.s.reqMem.done(id, reserved)
 			return
 		}
 	}
 }
 
-// readBody reads a frame body of size bytes. A frame of up to
-// maxPooledFrame bytes goes into a recycled buffer (putFrame returns it
-// once the request is answered). A larger one is allocated in full only
-// once its first MiB has arrived, so a lying size prefix does not make us
-// allocate socket.request.max.bytes up front, and it is copied at most once
-// (its first MiB).
-func readBody(r io.Reader, size int) ([]byte, error) {
-	if size <= maxPooledFrame {
-		buf := getFrame(size)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			putFrame(buf)
-			return nil, err
+// firstChunk is what must arrive of a frame before any buffer is allocated
+// for it: up to the connection's bufio buffer, which exists anyway.
+const firstChunk = 64 << 10
+
+// readBody reads a frame body of size bytes. Nothing is allocated until the
+// first firstChunk bytes (or the whole frame, if smaller) have arrived in the
+// connection's read buffer; then the frame buffer grows with the bytes that
+// arrive (doubling from 1 MiB), each step reserved against
+// queued.max.request.bytes. So a lying size prefix costs nothing, and ten
+// connections announcing 100 MiB hold what they actually sent. A frame of up
+// to maxPooledFrame bytes goes into a recycled buffer (putFrame returns it
+// once the request is answered). reserved is what the caller must give back
+// (requestMemory.done) once the frame is answered.
+func (c *conn) readBody(id frameID, size int) (buf []byte, reserved int64, err error) {
+	mem := c.s.reqMem
+	defer func() {
+		if err != nil {
+			mem.done(id, reserved)
+			reserved = 0
 		}
-		return buf, nil
+	}()
+	if _, err := c.br.Peek(min(size, firstChunk)); err != nil {
+		return nil, 0, err
 	}
-	buf := make([]byte, 1<<20)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	grow := func(n int) error {
+		// The first reservation starts the frame: it waits while the bound
+		// is used up. Later ones may take the overflow pass.
+		if !mem.reserve(c.ctx, id, int64(n), reserved > 0) {
+			return context.Canceled
+		}
+		reserved += int64(n)
+		return nil
 	}
-	full := make([]byte, size)
-	copy(full, buf)
-	if _, err := io.ReadFull(r, full[len(buf):]); err != nil {
-		return nil, err
+	if size <= maxPooledFrame {
+		if err := grow(frameCap(size)); err != nil {
+			return nil, reserved, err
+		}
+		buf = getFrame(size)
+		if _, err := io.ReadFull(c.br, buf); err != nil {
+			putFrame(buf)
+			return nil, reserved, err
+		}
+		return buf, reserved, nil
 	}
-	return full, nil
+	if err := grow(maxPooledFrame); err != nil {
+		return nil, reserved, err
+	}
+	buf = make([]byte, 0, maxPooledFrame)
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			next := min(2*cap(buf), size)
+			if err := grow(next); err != nil {
+				return nil, reserved, err
+			}
+			bigger := make([]byte, len(buf), next)
+			copy(bigger, buf)
+			mem.release(int64(cap(buf)))
+			reserved -= int64(cap(buf))
+			buf = bigger
+		}
+		n, err := io.ReadFull(c.br, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return nil, reserved, err
+		}
+	}
+	return buf, reserved, nil
 }
 
 // Request frames of up to maxPooledFrame bytes are read into buffers
@@ -219,6 +275,9 @@ func frameClass(n int) int {
 	}
 	return c
 }
+
+// frameCap is the capacity getFrame gives a buffer of size bytes.
+func frameCap(size int) int { return minPooledFrame << frameClass(size) }
 
 func getFrame(size int) []byte {
 	c := frameClass(size)
@@ -258,6 +317,11 @@ func parseHeader(b []byte) (header, []byte, error) {
 // skipTags skips a tagged-field section; ok is false when it is truncated.
 func skipTags(b []byte) ([]byte, bool) {
 	r := kbin.Reader{Src: b}
+	return skipTagsReader(&r)
+}
+
+// skipTagsReader skips a tagged-field section at r.
+func skipTagsReader(r *kbin.Reader) ([]byte, bool) {
 	n := r.Uvarint()
 	for i := uint32(0); i < n && r.Ok(); i++ {
 		r.Uvarint()
@@ -297,6 +361,9 @@ func (c *conn) handle(f frame) (err error) {
 			err = fmt.Errorf("%w: internal error handling %s", ErrBadFrame, a.name)
 		}
 	}()
+	if a.maxFrame > 0 && len(f.buf) > a.maxFrame {
+		return fmt.Errorf("%w: %s request of %d bytes, above the %d this broker decodes for it", ErrBadFrame, a.name, len(f.buf), a.maxFrame)
+	}
 	if hdr.version > a.max && a.key == apiVersionsKey {
 		return c.writeReply(hdr, unsupportedAPIVersions(), f.arrived, a)
 	}
@@ -311,7 +378,12 @@ func (c *conn) handle(f frame) (err error) {
 			return fmt.Errorf("%w: truncated header tags", ErrBadFrame)
 		}
 	}
-	if err := req.ReadFrom(body); err != nil {
+	if a.decode != nil {
+		req, err = a.decode(hdr.version, body)
+	} else {
+		err = req.ReadFrom(body)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s v%d: cannot decode body: %v", ErrBadFrame, a.name, hdr.version, err)
 	}
 	rc := &requestContext{ctx: c.ctx, conn: c, hdr: hdr, logger: c.logger}

@@ -11,7 +11,22 @@ type api struct {
 	// (Produce 0-2).
 	advertisedMin, max int16
 	handle             func(s *Server, rc *requestContext, req kmsg.Request) (reply, error)
+	// decode, if set, replaces kmsg's decoding of the body (after the
+	// header's tags): for requests whose repeated entries must be bounded
+	// while decoding.
+	decode func(version int16, body []byte) (kmsg.Request, error)
+	// maxFrame, if set, is the largest request frame of this API; a larger
+	// one closes the connection. Decoding a request costs up to ~40 bytes of
+	// memory per byte of an array of small entries, so APIs whose requests
+	// are small in practice are held well below socket.request.max.bytes.
+	maxFrame int
 }
+
+// Frame bounds of the APIs that set api.maxFrame.
+const (
+	smallRequestMax = 4 << 20 // admin and lookup APIs
+	fetchRequestMax = 8 << 20 // 500,000 partitions at v4, 250,000 at v12
+)
 
 const apiVersionsKey = 18
 
@@ -23,32 +38,32 @@ var apis []*api
 
 func init() {
 	apis = []*api{
-		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce},
-		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch},
-		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets},
-		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata},
+		{key: 0, name: "Produce", advertisedMin: 0, max: 12, handle: handleProduce, decode: decodeProduce},
+		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch, maxFrame: fetchRequestMax},
+		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets, maxFrame: smallRequestMax},
+		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata, decode: decodeMetadata},
 		{key: 8, name: "OffsetCommit", advertisedMin: 2, max: 8, handle: handleOffsetCommit},
 		{key: 9, name: "OffsetFetch", advertisedMin: 1, max: 8, handle: handleOffsetFetch},
-		{key: 10, name: "FindCoordinator", advertisedMin: 0, max: 4, handle: handleFindCoordinator},
+		{key: 10, name: "FindCoordinator", advertisedMin: 0, max: 4, handle: handleFindCoordinator, maxFrame: smallRequestMax},
 		{key: 11, name: "JoinGroup", advertisedMin: 0, max: 9, handle: handleJoinGroup},
-		{key: 12, name: "Heartbeat", advertisedMin: 0, max: 4, handle: handleHeartbeat},
-		{key: 13, name: "LeaveGroup", advertisedMin: 0, max: 5, handle: handleLeaveGroup},
+		{key: 12, name: "Heartbeat", advertisedMin: 0, max: 4, handle: handleHeartbeat, maxFrame: smallRequestMax},
+		{key: 13, name: "LeaveGroup", advertisedMin: 0, max: 5, handle: handleLeaveGroup, maxFrame: smallRequestMax},
 		{key: 14, name: "SyncGroup", advertisedMin: 0, max: 5, handle: handleSyncGroup},
-		{key: 15, name: "DescribeGroups", advertisedMin: 0, max: 5, handle: handleDescribeGroups},
-		{key: 16, name: "ListGroups", advertisedMin: 0, max: 4, handle: handleListGroups},
-		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions},
-		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics},
-		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics},
-		{key: 21, name: "DeleteRecords", advertisedMin: 0, max: 2, handle: handleDeleteRecords},
-		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID},
-		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch},
-		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs},
-		{key: 33, name: "AlterConfigs", advertisedMin: 0, max: 2, handle: handleAlterConfigs},
-		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs},
-		{key: 37, name: "CreatePartitions", advertisedMin: 0, max: 3, handle: handleCreatePartitions},
-		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: handleDeleteGroups},
-		{key: 44, name: "IncrementalAlterConfigs", advertisedMin: 0, max: 1, handle: handleIncrementalAlterConfigs},
-		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster},
+		{key: 15, name: "DescribeGroups", advertisedMin: 0, max: 5, handle: handleDescribeGroups, maxFrame: smallRequestMax},
+		{key: 16, name: "ListGroups", advertisedMin: 0, max: 4, handle: handleListGroups, maxFrame: smallRequestMax},
+		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions, maxFrame: smallRequestMax},
+		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics, maxFrame: smallRequestMax},
+		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics, maxFrame: smallRequestMax},
+		{key: 21, name: "DeleteRecords", advertisedMin: 0, max: 2, handle: handleDeleteRecords, maxFrame: smallRequestMax},
+		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID, maxFrame: smallRequestMax},
+		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch, maxFrame: smallRequestMax},
+		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs, maxFrame: smallRequestMax},
+		{key: 33, name: "AlterConfigs", advertisedMin: 0, max: 2, handle: handleAlterConfigs, maxFrame: smallRequestMax},
+		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs, maxFrame: smallRequestMax},
+		{key: 37, name: "CreatePartitions", advertisedMin: 0, max: 3, handle: handleCreatePartitions, maxFrame: smallRequestMax},
+		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: handleDeleteGroups, maxFrame: smallRequestMax},
+		{key: 44, name: "IncrementalAlterConfigs", advertisedMin: 0, max: 1, handle: handleIncrementalAlterConfigs, maxFrame: smallRequestMax},
+		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster, maxFrame: smallRequestMax},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
 	for _, a := range apis {

@@ -22,6 +22,16 @@
 // answered in v0 with UNSUPPORTED_VERSION) or a body kmsg cannot decode
 // closes that connection only; the handler never panics on client input.
 //
+// Bounds on what one client can cause (README "Limits"): accept errors back
+// off and retry; max.connections and max.connections.per.ip close new
+// connections beyond them; a frame's buffer grows only as its bytes arrive,
+// and all frames read and not yet answered hold at most
+// queued.max.request.bytes (requestMemory: readers wait, TCP pushes back);
+// APIs whose requests are small in practice refuse large frames before
+// decoding (api.maxFrame), Metadata is decoded with its repeated topics
+// dropped and Produce's partition entries are counted before decoding
+// (api.decode); Fetch answers at most fetch.max.bytes (hard cap 1 GiB).
+//
 // Concurrency: per connection one reader goroutine reads frames into a
 // bounded queue (8 frames, and no new frame while 16 MiB are queued) and one
 // processing goroutine handles them strictly in order
@@ -32,7 +42,9 @@
 // state: the topic registry (registry.mu, a RWMutex) and, per partition,
 // partition.mu, which serialises append + high-watermark update. Lock order:
 // registry.mu before partition.mu; no lock is held while waiting in a Fetch
-// long poll or writing to a socket. The producer-id allocator has its own
+// long poll or writing to a socket. Server.mu (listeners, connections and
+// their per-IP counts) and requestMemory.mu are leaves: nothing else is
+// taken under them. The producer-id allocator has its own
 // mutex and takes no other lock. The group coordinator (broker/group) holds
 // its own mutex while it appends to __consumer_offsets through the registry:
 // Coordinator.mu before registry.mu before partition.mu; JoinGroup and

@@ -7,7 +7,13 @@ package server
 // shuts down, woken by each partition log's Changed() channel (no polling).
 // MaxBytes and PartitionMaxBytes are soft as in Kafka: the first batch of the
 // first partition with data is returned whole even when larger; later
-// partitions are limited by what remains. Reads stop at the high watermark
+// partitions are limited by what remains. As in Kafka the answer's limit is
+// min(MaxBytes, broker fetch.max.bytes) (MaxBytes <= 0 counts as 0: only the
+// first batch found), and a partition named twice in a full fetch is read
+// once (as in Kafka, the last mention's offset and limit, at the first
+// mention's place). Whatever the configuration, an answer
+// never holds more than maxFetchAnswerRecords bytes of records, so its int32
+// size cannot overflow. Reads stop at the high watermark
 // (= log end offset on a single node). A fetch offset outside
 // [log start, log end] is OFFSET_OUT_OF_RANGE. The answer carries the high
 // watermark, last stable offset (= high watermark, no transactions) and the
@@ -35,6 +41,11 @@ import (
 	"github.com/sluicehq/sluice/broker/clock"
 	plog "github.com/sluicehq/sluice/broker/log"
 )
+
+// maxFetchAnswerRecords bounds the record bytes of one Fetch answer whatever
+// fetch.max.bytes and max.message.bytes say: the rest of the frame (about 50
+// bytes per partition named) then keeps it well below 2 GiB.
+const maxFetchAnswerRecords = 1 << 30
 
 // fetchPartition is one partition's part of a Fetch answer.
 type fetchPartition struct {
@@ -162,12 +173,19 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 		}
 		return out
 	}
+	seen := map[sessionKey]int{} // partition -> its index in out
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
+			key := sessionKey{rt.Topic, rp.Partition}
+			if i, dup := seen[key]; dup { // as Kafka: the last mention counts, at the first one's place
+				out[i].fetchOffset, out[i].maxBytes, out[i].leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+				continue
+			}
+			seen[key] = len(out)
 			ft := fetchTarget{topicName: rt.Topic, t: resolve(rt.Topic), partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch}
 			if sess != nil {
-				ft.cached = sess.parts[sessionKey{rt.Topic, rp.Partition}]
+				ft.cached = sess.parts[key]
 			}
 			out = append(out, ft)
 		}
@@ -181,6 +199,7 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarget) (*fetchReply, []<-chan struct{}, int64, bool) {
 	var changed []<-chan struct{}
 	total, anyErr := int64(0), false
+	answerMax := min(int64(max(req.MaxBytes, 0)), rc.conn.s.cfg.FetchMaxBytes, maxFetchAnswerRecords)
 	rep := &fetchReply{version: req.Version}
 	for _, w := range targets {
 		fp := fetchPartition{partition: w.partition, hw: -1, logStart: -1, lastStable: -1,
@@ -195,15 +214,12 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			changed = append(changed, l.Changed())
 			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
 			fp.lastStable = fp.hw
-			remaining := int64(req.MaxBytes) - total
-			if req.MaxBytes <= 0 {
-				remaining = 1 << 62
-			}
+			remaining := answerMax - total
 			if total > 0 && remaining <= 0 {
 				break // answer full; report offsets only
 			}
 			limit := max(min(int64(w.maxBytes), remaining), 1)
-			reg, err := l.Read(w.fetchOffset, int(min(limit, 1<<31-1)), fp.hw)
+			reg, err := l.Read(w.fetchOffset, int(limit), fp.hw)
 			if err != nil {
 				fp.code = readErrorCode(err)
 				if fp.code == kerr.KafkaStorageError.Code {
@@ -212,7 +228,7 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 				break
 			}
 			n := reg.Len()
-			if n == 0 || (total > 0 && n > limit) {
+			if n == 0 || (total > 0 && n > limit) || total+n > maxFetchAnswerRecords {
 				_ = reg.Close()
 				break
 			}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 
@@ -117,6 +119,11 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 	}
 	total += int64(len(buf))
 	chunks = append(chunks, buf)
+	if total-4 > math.MaxInt32 {
+		// Cannot happen within maxFetchAnswerRecords; never send a size
+		// that a client would read as negative.
+		return fmt.Errorf("server: fetch answer of %d bytes exceeds the protocol's int32 size", total-4)
+	}
 	binary.BigEndian.PutUint32(chunks[0], uint32(total-4))
 	ri := 0
 	for _, ch := range chunks {

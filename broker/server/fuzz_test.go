@@ -12,11 +12,15 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 )
 
-// discardConn is a net.Conn that accepts every write and never has data.
-type discardConn struct{}
+// discardConn is a net.Conn that counts and drops every write and never has
+// data.
+type discardConn struct{ written *int64 }
 
-func (discardConn) Read([]byte) (int, error)         { return 0, net.ErrClosed }
-func (discardConn) Write(b []byte) (int, error)      { return len(b), nil }
+func (discardConn) Read([]byte) (int, error) { return 0, net.ErrClosed }
+func (c discardConn) Write(b []byte) (int, error) {
+	*c.written += int64(len(b))
+	return len(b), nil
+}
 func (discardConn) Close() error                     { return nil }
 func (discardConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
 func (discardConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
@@ -90,6 +94,7 @@ func seedRequests() [][]byte {
 func fuzzServer(f *testing.F) *Server {
 	cfg := config.Default()
 	cfg.LogRetentionCheckIntervalMs = 1 << 40
+	cfg.FetchMaxBytes = 256 << 10
 	s, err := New(Options{DataDir: f.TempDir(), Config: cfg, Logger: testLogger(f)})
 	if err != nil {
 		f.Fatal(err)
@@ -100,12 +105,23 @@ func fuzzServer(f *testing.F) *Server {
 }
 
 // handleFrame runs one frame through a connection's handler, failing t on a
-// handler panic.
+// handler panic, or on an answer or allocations out of proportion with the
+// request: every request is hostile until bounded. (The fuzz server's
+// topics have at most 4 partitions and its fetch.max.bytes is 256 KiB.)
 func handleFrame(t *testing.T, s *Server, frameBytes []byte) {
 	s.onPanic = func(r any) { t.Fatalf("handler panicked: %v", r) }
-	c := newConn(s, discardConn{})
+	var written int64
+	c := newConn(s, discardConn{&written})
 	c.cancel() // long polls return at once
-	_ = c.handle(frame{buf: frameBytes, arrived: time.Now()})
+	answerMax := int64(2<<20 + 64*len(frameBytes))
+	allocMax := uint64(64<<20 + 256*len(frameBytes))
+	alloc := allocatedDuring(func() { _ = c.handle(frame{buf: frameBytes, arrived: time.Now()}) })
+	if written > answerMax {
+		t.Fatalf("a %d-byte request got a %d-byte answer", len(frameBytes), written)
+	}
+	if alloc > allocMax {
+		t.Fatalf("a %d-byte request allocated %d bytes", len(frameBytes), alloc)
+	}
 }
 
 // fuzzAPI fuzzes one API's decoder and handler: the first input byte picks

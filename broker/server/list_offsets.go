@@ -12,17 +12,40 @@ package server
 // timestamps do not go backwards. The leader epoch answered is 0 (single
 // node, never re-elected); a CurrentLeaderEpoch above 0 is
 // UNKNOWN_LEADER_EPOCH.
+//
+// Bounds: the timestamp search decompresses batches as a stream, at most
+// listOffsetsDecompressBudget bytes per request over all its partitions
+// (beyond it a partition is answered at batch granularity: the base offset
+// and max timestamp of the batch holding the first record at or after t),
+// and broker/log decompresses only a few batches at once across all requests.
+// As in Kafka, a partition named more than once is answered INVALID_REQUEST
+// each time, without a lookup.
 
 import (
 	"encoding/binary"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/sluicehq/sluice/broker/log"
 )
+
+// listOffsetsDecompressBudget is what one ListOffsets request may decompress.
+const listOffsetsDecompressBudget = 64 << 20
 
 func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	budget := &plog.DecompressBudget{Remaining: listOffsetsDecompressBudget}
+	if b := s.listOffsetsBudget.Load(); b > 0 {
+		budget.Remaining = b
+	}
+	named := map[sessionKey]int{}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			named[sessionKey{rt.Topic, rp.Partition}]++
+		}
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -32,12 +55,14 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			switch {
+			case named[sessionKey{rt.Topic, rp.Partition}] > 1:
+				sp.ErrorCode = kerr.InvalidRequest.Code
 			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, &sp)
+				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, budget, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -46,7 +71,7 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 	return kmsgReply{resp}, nil
 }
 
-func listOffset(rc *requestContext, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func listOffset(rc *requestContext, p *partition, ts int64, budget *plog.DecompressBudget, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	l := p.log
 	sp.LeaderEpoch = 0
 	switch {
@@ -82,7 +107,7 @@ func listOffset(rc *requestContext, p *partition, ts int64, sp *kmsg.ListOffsets
 			b = b[size:]
 		}
 	case ts >= 0:
-		off, found, ok, err := l.OffsetForTimestamp(ts)
+		off, found, ok, err := l.OffsetForTimestampWithin(ts, budget)
 		if err != nil {
 			rc.logger.Error("offset for timestamp", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
 			sp.ErrorCode = readErrorCode(err)

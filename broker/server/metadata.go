@@ -9,11 +9,114 @@ package server
 // auto.create.topics.enable is true. Deviations: authorized operations are
 // not computed (reported as "not requested", -2147483648); a request by
 // topic id for an unknown id answers UNKNOWN_TOPIC_ID.
+//
+// Bounds: the request is decoded here (decodeMetadata), not by kmsg, so that
+// a topic named many times is kept, decoded and answered once (Kafka answers
+// a set too): 10 MB of the same (or empty) name costs one entry, not ten
+// million. A request naming more than maxMetadataTopics distinct topics closes
+// the connection, and one request auto-creates at most maxAutoCreates topics:
+// the others are answered LEADER_NOT_AVAILABLE (retriable, as Kafka answers a
+// topic it is still creating), so clients ask again.
 
 import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/metadata"
 )
+
+const (
+	// maxMetadataTopics bounds the distinct topics one Metadata request may name.
+	maxMetadataTopics = 100_000
+	// maxAutoCreates bounds the topics one Metadata request may auto-create.
+	maxAutoCreates = 100
+)
+
+// decodeMetadata decodes a Metadata request body as kmsg does, keeping the
+// first of each repeated topic (by name, or by id when the name is null).
+func decodeMetadata(version int16, body []byte) (kmsg.Request, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(version)
+	flexible := req.IsFlexible()
+	r := kbin.Reader{Src: body}
+	var n int32
+	if flexible {
+		n = r.CompactArrayLen()
+	} else {
+		n = r.ArrayLen()
+	}
+	if version < 1 || n == 0 {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	if !r.Ok() || int64(n)*2 > int64(len(r.Src)) {
+		return nil, kbin.ErrNotEnoughData
+	}
+	names := map[string]struct{}{}
+	ids := map[[16]byte]struct{}{}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		t := kmsg.NewMetadataRequestTopic()
+		if version >= 10 {
+			t.TopicID = r.Uuid()
+		}
+		var name *string
+		switch {
+		case flexible:
+			name = r.UnsafeCompactNullableString()
+		case version >= 10:
+			name = r.UnsafeNullableString()
+		default:
+			s := r.UnsafeString()
+			name = &s
+		}
+		if version < 10 && name == nil {
+			name = new(string)
+		}
+		if flexible {
+			if _, ok := skipTagsReader(&r); !ok {
+				return nil, kbin.ErrNotEnoughData
+			}
+		}
+		if name != nil {
+			if _, dup := names[*name]; dup {
+				continue
+			}
+			owned := strings.Clone(*name)
+			names[owned] = struct{}{}
+			t.Topic = &owned
+		} else {
+			if _, dup := ids[t.TopicID]; dup {
+				continue
+			}
+			ids[t.TopicID] = struct{}{}
+		}
+		if len(names)+len(ids) > maxMetadataTopics {
+			return nil, fmt.Errorf("names more than %d distinct topics", maxMetadataTopics)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	if version >= 4 {
+		req.AllowAutoTopicCreation = r.Bool()
+	}
+	if version >= 8 && version <= 10 {
+		req.IncludeClusterAuthorizedOperations = r.Bool()
+	}
+	if version >= 8 {
+		req.IncludeTopicAuthorizedOperations = r.Bool()
+	}
+	if flexible {
+		if _, ok := skipTagsReader(&r); !ok {
+			return nil, kbin.ErrNotEnoughData
+		}
+	}
+	if err := r.Complete(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
 
 const authorizedOpsUnknown = -2147483648
 
@@ -36,6 +139,7 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		}
 		return kmsgReply{resp}, nil
 	}
+	created := 0
 	for _, rt := range req.Topics {
 		var (
 			t    *topic
@@ -45,7 +149,16 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
-			t, code = s.topics.getOrAutoCreate(name, allowCreate)
+			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && metadata.ValidTopicName(name) {
+				if created == maxAutoCreates {
+					code = kerr.LeaderNotAvailable.Code
+					break
+				}
+				created++
+			}
+			if t == nil {
+				t, code = s.topics.getOrAutoCreate(name, allowCreate)
+			}
 		case rt.TopicID != [16]byte{}:
 			var ok bool
 			if t, ok = s.topics.byID(rt.TopicID); !ok {

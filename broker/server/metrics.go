@@ -20,6 +20,10 @@ type metrics struct {
 	connsActive   prometheus.Gauge
 	connsTotal    prometheus.Counter
 	badFrames     prometheus.Counter
+	connsRefused  *prometheus.CounterVec
+	acceptErrors  prometheus.Counter
+	queuedBytes   prometheus.Gauge
+	readWaits     prometheus.Counter
 	zeroCopyBytes prometheus.Counter
 
 	topics atomic.Pointer[registry] // for the log-end-offset collector
@@ -47,11 +51,19 @@ func newMetrics() *metrics {
 			Help: "Client connections accepted."}),
 		badFrames: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_bad_frames_total",
 			Help: "Connections closed because of an oversized, malformed or unsupported request."}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_broker_connections_refused_total",
+			Help: "Connections closed as they arrived, per limit crossed (max.connections, max.connections.per.ip)."}, []string{"limit"}),
+		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_accept_errors_total",
+			Help: "Failed accepts (for example out of file descriptors), each retried after a backoff."}),
+		queuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_broker_queued_request_bytes",
+			Help: "Request bytes reserved by frames read or being read and not yet answered (bounded by queued.max.request.bytes)."}),
+		readWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_request_memory_waits_total",
+			Help: "Times a connection stopped reading because queued.max.request.bytes was used up."}),
 		zeroCopyBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_fetch_zero_copy_bytes_total",
 			Help: "Fetch record bytes handed to Region.WriteTo (sendfile from the segment file) rather than copied."}),
 	}
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.recordsIn, m.recordsOut, m.requests, m.latency,
-		m.connsActive, m.connsTotal, m.badFrames, m.zeroCopyBytes, offsetCollector{m},
+		m.connsActive, m.connsTotal, m.badFrames, m.zeroCopyBytes, m.connsRefused, m.acceptErrors, m.queuedBytes, m.readWaits, offsetCollector{m},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -16,14 +16,87 @@ package server
 // UNKNOWN_TOPIC_OR_PARTITION. Deviations: transactional produce is refused
 // with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; TimeoutMillis is unused (no
 // replicas to wait for); no per-record errors (v8 ErrorRecords) are given.
+//
+// Bound: decoding costs about 40 bytes of memory per partition entry and the
+// answer as much again, and an entry can be 8 bytes (null records). A request
+// with more than maxProducePartitions partition entries closes the connection
+// before it is decoded (decodeProduce counts them without allocating).
 
 import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 )
+
+// maxProducePartitions bounds the partition entries of one Produce request.
+const maxProducePartitions = 100_000
+
+// decodeProduce counts the request's partition entries, skipping the
+// records, and decodes it with kmsg only when they are within bounds.
+func decodeProduce(version int16, body []byte) (kmsg.Request, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(version)
+	flexible := req.IsFlexible()
+	r := kbin.Reader{Src: body}
+	arrayLen := func() int32 {
+		if flexible {
+			return r.CompactArrayLen()
+		}
+		return r.ArrayLen()
+	}
+	skip := func(int32Len bool) { // a (nullable) string or bytes
+		var n int
+		switch {
+		case flexible:
+			n = int(r.Uvarint()) - 1
+		case int32Len:
+			n = int(r.Int32())
+		default:
+			n = int(r.Int16())
+		}
+		if n > 0 {
+			r.Span(n)
+		}
+	}
+	if version >= 3 {
+		skip(false) // transactional id
+	}
+	r.Int16()
+	r.Int32()
+	entries := 0
+	for range max(arrayLen(), 0) {
+		if !r.Ok() {
+			break
+		}
+		skip(false) // topic name
+		n := max(arrayLen(), 0)
+		if entries += int(n); entries > maxProducePartitions {
+			return nil, fmt.Errorf("more than %d partition entries", maxProducePartitions)
+		}
+		for range n {
+			if !r.Ok() {
+				break
+			}
+			r.Int32()
+			skip(true) // records
+			if flexible {
+				skipTagsReader(&r)
+			}
+		}
+		if flexible {
+			skipTagsReader(&r)
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
 
 func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.ProduceRequest)

@@ -47,17 +47,21 @@ type Server struct {
 	pids     *producerIDs
 	metrics  *metrics
 	sessions *fetchSessions // incremental fetch sessions
+	reqMem   *requestMemory // queued.max.request.bytes over all connections
 	groups   *group.Coordinator
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex // guards the fields below
-	listeners []net.Listener
-	conns     map[*conn]struct{}
-	advertise hostPort
-	closed    bool
+	mu         sync.Mutex // guards the fields below
+	listeners  []net.Listener
+	conns      map[*conn]struct{}
+	connsPerIP map[string]int // open connections per client IP (max.connections.per.ip)
+	// max.connections and max.connections.per.ip (cfg's, changeable)
+	maxConns, maxConnsPerIP int64
+	advertise               hostPort
+	closed                  bool
 
 	connWG      sync.WaitGroup // one per connection
 	retentionWG sync.WaitGroup // the retention, group ticker and log cleaner goroutines
@@ -68,6 +72,8 @@ type Server struct {
 	// Test hooks, set before serving.
 	onPanic        func(any) // called when a handler panicked (a bug); the fuzz target fails on it
 	partitionLimit int32     // most partitions one CreateTopics may ask for; 0 = 65536
+	// listOffsetsBudget replaces listOffsetsDecompressBudget when > 0.
+	listOffsetsBudget atomic.Int64
 }
 
 // New opens the data directory (recovering the partition logs), loads the
@@ -129,8 +135,9 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), groups: groups,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, unlock: unlock}
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups,
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
+		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
 	s.retentionWG.Add(3)
 	go s.retentionLoop()
 	go s.groupLoop()
@@ -155,7 +162,10 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 }
 
 // Serve accepts connections on ln until Shutdown. It returns ErrClosed after
-// Shutdown, or the accept error.
+// Shutdown, or net.ErrClosed if ln was closed by someone else. Other accept
+// errors (such as running out of file descriptors) are logged, counted and
+// retried with a backoff of up to a second. A connection beyond
+// max.connections or max.connections.per.ip is closed as it arrives.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
@@ -176,15 +186,32 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.ctx.Err() != nil {
 				return ErrClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				s.mu.Lock()
+				closed := s.closed
+				s.mu.Unlock()
+				if closed { // Shutdown closed it before cancelling
+					return ErrClosed
+				}
+				return err
 			}
-			return err
+			// Out of descriptors (EMFILE/ENFILE), out of buffers, an aborted
+			// handshake: none is a reason to stop serving the connections
+			// already open. Back off as net/http does and try again.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.metrics.acceptErrors.Inc()
+			s.logger.Warn("accept failed; retrying", "addr", ln.Addr().String(), "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return ErrClosed
+			case <-t.C:
+			}
+			continue
 		}
 		backoff = 0
+		ip := remoteIP(nc)
 		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
@@ -192,7 +219,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = nc.Close()
 			return ErrClosed
 		}
+		if refused := s.admitLocked(ip); refused != "" {
+			s.mu.Unlock()
+			s.metrics.connsRefused.WithLabelValues(refused).Inc()
+			_ = nc.Close()
+			s.logger.Debug("connection refused", "remote", nc.RemoteAddr().String(), "limit", refused)
+			continue
+		}
+		c.ip = ip
 		s.conns[c] = struct{}{}
+		s.connsPerIP[ip]++
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		s.metrics.connsActive.Inc()
@@ -201,9 +237,42 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// admitLocked returns "" if a new connection from ip is within
+// max.connections and max.connections.per.ip, else the name of the limit
+// it would cross.
+func (s *Server) admitLocked(ip string) string {
+	if int64(len(s.conns)) >= s.maxConns {
+		return "max.connections"
+	}
+	if int64(s.connsPerIP[ip]) >= s.maxConnsPerIP {
+		return "max.connections.per.ip"
+	}
+	return ""
+}
+
+// setConnectionLimits changes max.connections and max.connections.per.ip
+// for connections that arrive from now on.
+func (s *Server) setConnectionLimits(total, perIP int64) {
+	s.mu.Lock()
+	s.maxConns, s.maxConnsPerIP = total, perIP
+	s.mu.Unlock()
+}
+
+// remoteIP is the client address a connection counts against for
+// max.connections.per.ip.
+func remoteIP(nc net.Conn) string {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}
+
 func (s *Server) connDone(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.connsPerIP[c.ip]--; s.connsPerIP[c.ip] <= 0 {
+		delete(s.connsPerIP, c.ip)
+	}
 	s.mu.Unlock()
 	s.metrics.connsActive.Dec()
 	s.connWG.Done()

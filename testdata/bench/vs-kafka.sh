@@ -15,7 +15,9 @@
 # Environment: RECORDS_100, RECORDS_1K (records per produce run), FIXED_RATE,
 # FIXED_RECORDS, REPEAT (runs per measurement, best kept; default 2), KAFKA_HEAP (default "-Xms1g -Xmx1g", as kafka-server-start.sh),
 # CONFIGS (space-separated size:partitions:acks, default all 8), FIXED=0 skips
-# the fixed-rate latency rows, KEEP=1 keeps the work directory.
+# the fixed-rate latency rows, COMPRESSION (the producers' codec: none, gzip,
+# snappy, lz4, zstd; both brokers then validate compressed batches), KEEP=1
+# keeps the work directory.
 # The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
 # JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
 # group, and `sluice bench consume` (direct partition reads) beside it.
@@ -32,6 +34,7 @@ FIXED_RECORDS=${FIXED_RECORDS:-1500000}
 REPEAT=${REPEAT:-2}
 CONFIGS=${CONFIGS:-"100:1:1 100:1:all 100:6:1 100:6:all 1024:1:1 1024:1:all 1024:6:1 1024:6:all"}
 FIXED=${FIXED:-1}
+COMPRESSION=${COMPRESSION:-none}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
 
 log() { echo "[vs-kafka] $*" >&2; }
@@ -134,13 +137,13 @@ perf_produce() { # addr topic records size acks throughput
   # shellcheck disable=SC2086
   out=$(timeout 300 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$2" \
     --num-records "$3" --record-size "$4" --throughput "$6" \
-    --producer-props bootstrap.servers="$1" acks="$5" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --producer-props bootstrap.servers="$1" acks="$5" compression.type="$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
 sluice_produce() { # addr topic records size acks throughput
   local out
   out=$(timeout 300 "$SLUICE" bench produce --bootstrap "$1" --topic "$2" --records "$3" --record-size "$4" \
-    --acks "$5" --throughput "$6" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --acks "$5" --throughput "$6" --compression "$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
 GROUP_SEQ=0
@@ -243,7 +246,7 @@ num() { case "$1" in ''|*[!0-9.]*) echo "${1:--}" ;; *) printf "%.${2}f" "$1" ;;
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a+0 > 0) printf "%.2f", b/a; else printf "-" }'; }
 echo
 echo "sluice vs Apache Kafka 4.1 (single node, $(nproc) cores, $(date -u +%Y-%m-%d)); ratio = sluice/Kafka"
-echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
+echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB, compression ${COMPRESSION}; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
 echo
 ROWFMT='| %-28s | %-19s | %12s | %12s | %5s | %10s | %11s | %5s | %10s | %10s | %5s |\n'
 # shellcheck disable=SC2059
