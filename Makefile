@@ -10,18 +10,21 @@ BIN       ?= bin/sluice
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
+# duckdb_arrow compiles duckdb-go's Arrow interface: sluice query hands Avro
+# files to DuckDB as Arrow batches through it.
+GOTAGS    ?= duckdb_arrow
 # Tests start real JVMs and brokers; 2 cores is the reference machine.
-TESTFLAGS ?= -race -count=1 -timeout 30m -p 2
+TESTFLAGS ?= -race -count=1 -timeout 30m -p 2 -tags $(GOTAGS)
 
 .PHONY: all build test vet fmt-check unit deps bench fuzz quickstart clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/sluice
+	$(GO) build -tags $(GOTAGS) -o $(BIN) ./cmd/sluice
 
 vet: fmt-check
-	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(GOTAGS) $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)); \
@@ -37,16 +40,16 @@ test: vet deps
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 unit:
-	$(GO) test -race -count=1 -short $(PKGS)
+	$(GO) test -race -count=1 -short -tags $(GOTAGS) $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) test -tags $(GOTAGS) -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    echo "fuzz $$pkg $$f"; $(GO) test -tags $(GOTAGS) -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
 
