@@ -11,14 +11,12 @@ import (
 // BrokerOnly is the broker part alone: a broker over DIR/broker, the
 // pageviews topic, page views produced as JSON and read back.
 func BrokerOnly(ctx context.Context, opts Options) error {
-	if err := opts.defaults(); err != nil {
+	e, err := newEnv(opts)
+	if err != nil {
 		return err
 	}
-	e := &env{opts: opts, out: opts.Out}
 	defer e.stop()
-	if err := e.openLog(); err != nil {
-		return err
-	}
+	opts = e.opts // with the defaults
 	e.step("starting a sluice broker in %s", opts.Dir)
 	if err := e.startBroker(); err != nil {
 		return fmt.Errorf("quickstart: broker: %w", err)

@@ -150,16 +150,26 @@ func (e *env) startRegistry(ctx context.Context) error {
 	return nil
 }
 
-// Run runs the quickstart.
-func Run(ctx context.Context, opts Options) error {
+// newEnv applies the defaults and opens DIR/quickstart.log.
+func newEnv(opts Options) (*env, error) {
 	if err := opts.defaults(); err != nil {
-		return err
+		return nil, err
 	}
 	e := &env{opts: opts, out: opts.Out}
-	defer e.stop()
 	if err := e.openLog(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Run runs the quickstart.
+func Run(ctx context.Context, opts Options) error {
+	e, err := newEnv(opts)
+	if err != nil {
 		return err
 	}
+	defer e.stop()
+	opts = e.opts // with the defaults
 	start := time.Now()
 	e.step("starting a sluice broker and the schema registry in %s (logs: quickstart.log)", opts.Dir)
 	if err := e.startBroker(); err != nil {
