@@ -8,12 +8,14 @@ require (
 	github.com/colinmarc/hdfs/v2 v2.4.0
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/expr-lang/expr v1.17.8
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/uuid v1.6.0
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/twmb/franz-go v1.22.3

@@ -34,6 +34,11 @@ type Spec struct {
 	Output      Output    `yaml:"output"`
 	// Schedule is a cron expression the scheduler uses ("@hourly", "0 * * * *").
 	Schedule string `yaml:"schedule"`
+	// Retry is how the scheduler retries a failed task (see scheduling.go).
+	Retry Retry `yaml:"retry"`
+	// AllowedLateness is how long after a time directory's end its records
+	// may still arrive; the scheduler writes _SUCCESS only after it ("10m").
+	AllowedLateness string `yaml:"allowed_lateness"`
 
 	// dir is the directory of the spec file: relative paths start there.
 	dir string
@@ -323,6 +328,9 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := time.LoadLocation(s.Partition.Timezone); err != nil {
 		return bad("partition.timezone", "%q is not a known time zone (use an IANA name such as UTC or Europe/Paris)", s.Partition.Timezone)
+	}
+	if err := s.validateScheduling(bad); err != nil {
+		return err
 	}
 	return s.validateOutput(bad, oneOf)
 }

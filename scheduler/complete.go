@@ -1,0 +1,296 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+// Completeness markers.
+//
+// A time directory (dt=YYYY-MM-DD/hr=HH, or dt=YYYY-MM-DD by day) is
+// complete when every partition's loaded position has passed the
+// directory's end plus the job's allowed lateness. A partition's position
+// is a time:
+//
+//   - the planning time of the run, when the run loaded the partition up
+//     to the high watermark it read then (nothing older is left to load);
+//   - otherwise the start of the newest time directory the partition's
+//     committed files went to (a lower bound of the newest record time).
+//
+// Record counts come from the commit manifests, read incrementally from a
+// per-partition cursor. The state is kept under
+// _sluice/completeness/<job>/<seq %020d>.json, each version created
+// exclusively (a crash leaves the previous one readable). A complete
+// directory gets _SUCCESS.json ({"records": n, ...}) and then _SUCCESS
+// with the same JSON (not empty, as Hadoop's S3A committers do: the HDFS
+// client cannot close an empty file, see writers/filesystem); every directory from the first one loaded onwards is marked,
+// an empty hour included (created with records 0), so that downstream
+// jobs waiting for an hour never wait forever.
+
+const (
+	// SuccessMarker is the Hadoop convention's marker file name.
+	SuccessMarker = "_SUCCESS"
+	// SuccessInfo is the JSON beside it with the directory's record count.
+	SuccessInfo = "_SUCCESS.json"
+	// maxMarksPerCheck bounds the directories one check may mark.
+	maxMarksPerCheck = 24 * 62
+)
+
+// completeState is the persisted completeness state of one job.
+type completeState struct {
+	Version int   `json:"version"`
+	Seq     int64 `json:"seq"`
+	// Cursors: per "topic/partition", the end of the last manifest counted.
+	Cursors map[string]int64 `json:"cursors"`
+	// Newest: per "topic/partition", the start of the newest directory
+	// its committed files went to.
+	Newest map[string]time.Time `json:"newest"`
+	// Pending: records per time directory not yet marked.
+	Pending map[string]int64 `json:"pending"`
+	// MarkedThrough is the end of the last marked directory (zero: none).
+	MarkedThrough time.Time `json:"marked_through,omitzero"`
+	// Late counts records that arrived for directories already marked.
+	Late int64 `json:"late,omitempty"`
+}
+
+// SuccessRecord is the content of _SUCCESS.json.
+type SuccessRecord struct {
+	Job       string    `json:"job"`
+	Directory string    `json:"directory"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Records   int64     `json:"records"`
+	Marked    time.Time `json:"marked"`
+	Run       string    `json:"run,omitempty"`
+}
+
+func completeDir(job string) string { return path.Join("_sluice", "completeness", job) }
+
+// completeness marks the complete time directories of one job's output.
+type completeness struct {
+	fs  filesystem.FS
+	job Job
+	log *slog.Logger
+}
+
+func (c *completeness) load() (*completeState, error) {
+	dir := completeDir(c.job.Name)
+	st := &completeState{Version: 1, Cursors: map[string]int64{}, Newest: map[string]time.Time{}, Pending: map[string]int64{}}
+	ents, err := c.fs.List(dir)
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := len(ents) - 1; i >= 0; i-- { // newest readable version wins
+		b, err := filesystem.ReadFile(c.fs, path.Join(dir, ents[i].Name))
+		if err != nil {
+			continue
+		}
+		var s completeState
+		if json.Unmarshal(b, &s) == nil && s.Cursors != nil {
+			if s.Newest == nil {
+				s.Newest = map[string]time.Time{}
+			}
+			if s.Pending == nil {
+				s.Pending = map[string]int64{}
+			}
+			return &s, nil
+		}
+	}
+	return st, nil
+}
+
+func (c *completeness) save(st *completeState) error {
+	dir := completeDir(c.job.Name)
+	if err := c.fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	st.Seq++
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := c.fs.WriteExclusive(path.Join(dir, fmt.Sprintf("%020d.json", st.Seq)), b); err != nil {
+		return err
+	}
+	if ents, err := c.fs.List(dir); err == nil { // keep the two newest
+		for i := 0; i < len(ents)-2; i++ {
+			c.fs.Remove(path.Join(dir, ents[i].Name))
+		}
+	}
+	return nil
+}
+
+// dirRange parses a time directory into its [start, end).
+func (c *completeness) dirRange(dir string) (time.Time, time.Time, bool) {
+	loc := c.job.Partition.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	switch c.job.Partition.By {
+	case "hour", "":
+		t, err := time.ParseInLocation("dt=2006-01-02/hr=15", dir, loc)
+		return t, t.Add(time.Hour), err == nil
+	case "day":
+		t, err := time.ParseInLocation("dt=2006-01-02", dir, loc)
+		return t, t.AddDate(0, 0, 1), err == nil
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+func (c *completeness) dirName(t time.Time) string {
+	loc := c.job.Partition.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	if c.job.Partition.By == "day" {
+		return t.In(loc).Format("dt=2006-01-02")
+	}
+	return t.In(loc).Format("dt=2006-01-02/hr=15")
+}
+
+// count reads the manifests committed since the partition's cursor.
+func (c *completeness) count(st *completeState, topic string, partition int32) error {
+	key := topic + "/" + strconv.Itoa(int(partition))
+	cdir := path.Dir(writers.ManifestPath(topic, partition, 0))
+	ents, err := c.fs.List(cdir)
+	if errors.Is(err, filesystem.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cursor, seen := st.Cursors[key]
+	for _, e := range ents {
+		num, ok := strings.CutSuffix(e.Name, ".json")
+		if !ok || e.IsDir {
+			continue
+		}
+		start, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || (seen && start < cursor) {
+			continue
+		}
+		b, err := filesystem.ReadFile(c.fs, path.Join(cdir, e.Name))
+		if err != nil {
+			return err
+		}
+		m, err := writers.DecodeManifest(b)
+		if err != nil {
+			return err // torn: its writer may be finishing; count it next time
+		}
+		for _, f := range m.Files {
+			d := path.Dir(f.Final)
+			start, _, ok := c.dirRange(d)
+			if !ok {
+				continue
+			}
+			st.Pending[d] += f.Records
+			if start.After(st.Newest[key]) {
+				st.Newest[key] = start
+			}
+		}
+		cursor, seen = m.End, true
+	}
+	if seen {
+		st.Cursors[key] = cursor
+	}
+	return nil
+}
+
+// check counts what was committed since the last check and marks the
+// directories that became complete. positions are those the run planned
+// with, plannedAt its planning time, succeeded whether every task of the
+// run committed. It returns the directories marked.
+func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time, succeeded map[string]bool, run string, now time.Time) ([]string, error) {
+	if c.job.Partition.By == "none" || len(positions) == 0 {
+		return nil, nil
+	}
+	st, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	var boundary time.Time
+	for i, p := range positions {
+		if err := c.count(st, p.Topic, p.Partition); err != nil {
+			return nil, fmt.Errorf("scheduler: completeness of %s: %w", c.job.Name, err)
+		}
+		key := p.Topic + "/" + strconv.Itoa(int(p.Partition))
+		pos := st.Newest[key]
+		if cur, ok := st.Cursors[key]; (ok && cur >= p.HighWatermark) || (!ok && p.HighWatermark <= p.Loaded) || succeeded[key] {
+			pos = plannedAt // loaded all it could see at planning
+		}
+		if i == 0 || pos.Before(boundary) {
+			boundary = pos
+		}
+	}
+	boundary = boundary.Add(-c.job.AllowedLateness)
+
+	// The first directory to consider: after the last marked one, or the
+	// oldest pending one.
+	from := st.MarkedThrough
+	var dirs []string
+	for d := range st.Pending {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		s, _, _ := c.dirRange(d)
+		if !st.MarkedThrough.IsZero() && s.Before(st.MarkedThrough) {
+			c.log.Warn("late records for a directory already marked complete", "job", c.job.Name, "dir", d, "records", st.Pending[d])
+			st.Late += st.Pending[d]
+			delete(st.Pending, d)
+			continue
+		}
+		if from.IsZero() || s.Before(from) {
+			from = s
+		}
+	}
+	var marked []string
+	for t := from; !t.IsZero() && len(marked) < maxMarksPerCheck; {
+		d := c.dirName(t)
+		s, end, ok := c.dirRange(d)
+		if !ok || end.After(boundary) {
+			break
+		}
+		if err := c.mark(d, s, end, st.Pending[d], run, now); err != nil {
+			return marked, err
+		}
+		delete(st.Pending, d)
+		st.MarkedThrough = end
+		marked = append(marked, d)
+		t = end
+	}
+	return marked, c.save(st)
+}
+
+func (c *completeness) mark(dir string, start, end time.Time, records int64, run string, now time.Time) error {
+	b, err := json.Marshal(SuccessRecord{Job: c.job.Name, Directory: dir, Start: start, End: end, Records: records, Marked: now.UTC(), Run: run})
+	if err != nil {
+		return err
+	}
+	if err := c.fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{SuccessInfo, b}, {SuccessMarker, b}} {
+		if err := c.fs.WriteExclusive(path.Join(dir, f.name), f.data); err != nil && !errors.Is(err, filesystem.ErrExist) {
+			return fmt.Errorf("scheduler: marking %s complete: %w", dir, err)
+		}
+	}
+	c.log.Info("directory complete", "job", c.job.Name, "run", run, "dir", dir, "records", records)
+	return nil
+}

@@ -1,0 +1,69 @@
+// Package scheduler runs load jobs on their cron schedules: it reads the
+// job specs of a directory (and picks up added, changed and removed ones
+// without a restart), starts one run of a job per tick, dispatches the
+// run's tasks to workers with retries, records each run in the job's
+// history, and marks complete time directories with _SUCCESS.
+//
+// The loader is reached through the narrow Engine interface (ParseJob,
+// Plan, RunTask); LoaderEngine adapts package jobs. Task attempts go
+// through a Dispatcher: LocalPool runs them in this process (embedded
+// mode); package cluster queues them in ZooKeeper for `sluice worker`
+// processes and elects one leading scheduler.
+//
+// # A run
+//
+//	tick ──► running already? ── yes ──► skipped (logged, counted, recorded in that run)
+//	  │ no
+//	  ▼
+//	history: <id>.running.json ──► Engine.Plan ──► [Tracker.Begin] ──► tasks
+//	                                                                    │
+//	  partitions in parallel, the ranges of one partition in order:     ▼
+//	  attempt 1..retry.max_attempts, backoff doubling (clock timers)  Dispatch
+//	                                                                    │
+//	  completeness check ◄──────────────────────────────────────────────┘
+//	  history: <id>.json (state, records, lag, per-task reasons) ──► [Tracker.End]
+//
+// Ticks: the next tick is always computed from now, so ticks missed while
+// the scheduler was busy or down collapse into one run. A job added at
+// start whose last recorded run is older than one period runs at once
+// (one catch-up run). A run cut short by a stop stays "running" in the
+// history: a standby scheduler adopts it (cluster mode) or the next start
+// marks it abandoned. Either way the next run resumes from the checkpoint,
+// which is the loader's commit manifests, never the history.
+//
+// # Files under the job's output
+//
+//	_sluice/history/<job>/<run id>.running.json   a run in flight (created exclusively)
+//	_sluice/history/<job>/<run id>.json           an ended run (then .running is removed)
+//	_sluice/completeness/<job>/<seq %020d>.json   completeness state: manifest cursors,
+//	                                              pending counts, last marked directory
+//	dt=YYYY-MM-DD/hr=HH/_SUCCESS.json             {"records": n, "start", "end", "run", ...}
+//	dt=YYYY-MM-DD/hr=HH/_SUCCESS                  the same JSON; written after it (not
+//	                                              empty: the HDFS client cannot close an empty file)
+//
+// Run ids are "<scheduled time 20060102T150405Z>-<6 hex>", so they sort by
+// schedule. History and marker files are created exclusively and never
+// rewritten, through writers/filesystem, so they work on HDFS too.
+//
+// # Completeness
+//
+// A directory [start, end) is complete when min over the job's partitions
+// of their position time >= end + allowed_lateness. A partition loaded up
+// to the high watermark read when the run planned is at the planning time;
+// otherwise it is at the start of the newest directory its committed files
+// reached. Every directory from the first one loaded onwards is marked,
+// empty ones included. Record counts are summed from the commit manifests
+// (read from a per-partition cursor, never by listing the warehouse).
+//
+// # Time
+//
+// All waits (ticks, rescans, backoffs) go through a Clock; tests drive a
+// ManualClock.
+//
+// # Concurrency
+//
+// Scheduler.Run's goroutine owns the tick loop; each run is a goroutine,
+// each partition of a run another. Scheduler.mu guards the job table, the
+// running and skipped maps and the open outputs; it is never held across
+// an Engine, Dispatcher or file-system call except for opening an output.
+package scheduler

@@ -1,0 +1,144 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Scheduler errors.
+var (
+	// ErrJob reports a job spec the scheduler cannot use (bad schedule, bad
+	// retry policy, missing name or output).
+	ErrJob = errors.New("scheduler: job")
+	// ErrRunFailed reports a run in which some task failed every attempt.
+	ErrRunFailed = errors.New("scheduler: run failed")
+	// ErrNotLeader reports work refused because this scheduler lost (or
+	// never had) the leadership.
+	ErrNotLeader = errors.New("scheduler: not the leader")
+)
+
+// Job is what the scheduler knows of one job spec: its identity, when to
+// run it, how to retry it, where its output lives, and the spec's bytes
+// (which the Engine parses again on a worker).
+type Job struct {
+	// Name is unique in a jobs directory and names the run history.
+	Name string
+	// Path is the spec file the job came from ("" when not from a file).
+	Path string
+	// Spec is the spec file's content; workers parse it with Engine.ParseJob.
+	Spec []byte
+	// Schedule is the cron expression (five fields, optional seconds,
+	// @hourly, @every 10m, CRON_TZ=...).
+	Schedule string
+	// Retry says how often and how fast failed tasks are retried.
+	Retry RetryPolicy
+	// Output is the output URI (file:///... or hdfs://...): the run history
+	// and completeness markers live under it.
+	Output string
+	// Partition describes the output's time directories, for completeness.
+	Partition TimePartition
+	// AllowedLateness is how long after an hour's end records of that hour
+	// may still arrive; _SUCCESS waits for it.
+	AllowedLateness time.Duration
+	// Engine holds the engine's own parsed form of the spec.
+	Engine any
+}
+
+// TimePartition is the output's Hive-style time layout.
+type TimePartition struct {
+	// By is "hour", "day" or "none" (no completeness markers).
+	By string
+	// Location is the time zone the directories are named in (nil: UTC).
+	Location *time.Location
+}
+
+// RetryPolicy bounds the attempts of one task.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts of a task, the first included
+	// (default 3).
+	MaxAttempts int
+	// Backoff is the wait before the second attempt; it doubles for each
+	// further attempt (default 1s).
+	Backoff time.Duration
+	// MaxBackoff caps the wait (default 1m).
+	MaxBackoff time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = time.Second
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = time.Minute
+	}
+	return p
+}
+
+// wait is the backoff before attempt (2, 3, ...).
+func (p RetryPolicy) wait(attempt int) time.Duration {
+	d := p.Backoff
+	for i := 2; i < attempt && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.MaxBackoff)
+}
+
+// Task is one offset range of one topic partition: the unit a worker runs.
+type Task struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+}
+
+// ID names the task within its job: topic-partition-start.
+func (t Task) ID() string { return fmt.Sprintf("%s-%d-%d", t.Topic, t.Partition, t.Start) }
+
+func (t Task) String() string {
+	return fmt.Sprintf("%s/%d [%d, %d)", t.Topic, t.Partition, t.Start, t.End)
+}
+
+// PartitionPosition is where a job stands on one partition at planning.
+type PartitionPosition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Loaded is the job's checkpoint: the end of its last committed range.
+	Loaded int64 `json:"loaded"`
+	// HighWatermark is the partition's high watermark read at planning.
+	HighWatermark int64 `json:"high_watermark"`
+}
+
+// Plan is the outcome of planning one run: the tasks and the positions.
+type Plan struct {
+	Tasks      []Task
+	Partitions []PartitionPosition
+	// Notes are things the run report must carry (e.g. a skipped range).
+	Notes []string
+}
+
+// TaskReport is what one successful task attempt did.
+type TaskReport struct {
+	// Records and Bytes written by the committed attempt (0 when another
+	// attempt had committed the range first).
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// Committed is true when this attempt's commit is the range's commit;
+	// false when an earlier attempt (e.g. a zombie) had committed it.
+	Committed bool `json:"committed"`
+}
+
+// Engine is what the scheduler needs from the loader. Implementations must
+// be safe for concurrent use.
+type Engine interface {
+	// ParseJob parses a job spec (path names it in messages).
+	ParseJob(path string, spec []byte) (Job, error)
+	// Plan turns a job into the tasks of one run, starting at its checkpoint.
+	Plan(ctx context.Context, job Job) (Plan, error)
+	// RunTask runs one task and commits its output exactly once.
+	RunTask(ctx context.Context, job Job, task Task) (TaskReport, error)
+}

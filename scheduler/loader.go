@@ -1,0 +1,104 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/jobs"
+)
+
+// LoaderEngine is the Engine of sluice's loader (package jobs): the job
+// specs are the loader's, tasks are its splits, and each task commits
+// through its exclusive manifests.
+type LoaderEngine struct {
+	// Options are handed to jobs.Open for each plan and task (Workers and
+	// Progress do not apply).
+	Options jobs.Options
+}
+
+// ParseJob parses and validates a loader job spec.
+func (e *LoaderEngine) ParseJob(path string, data []byte) (Job, error) {
+	dir := ""
+	if path != "" {
+		dir = filepath.Dir(path)
+	}
+	spec, err := jobs.ParseSpec(data, dir)
+	if err != nil {
+		if path != "" {
+			return Job{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return Job{}, err
+	}
+	job := Job{Name: spec.Name, Path: path, Spec: data, Schedule: spec.Schedule, Output: spec.OutputURI(),
+		AllowedLateness: spec.Lateness(), Engine: spec}
+	job.Retry.MaxAttempts = spec.Retry.MaxAttempts
+	job.Retry.Backoff, job.Retry.MaxBackoff = spec.Retry.Durations()
+	job.Partition.By = spec.Partition.By
+	if job.Partition.Location, err = time.LoadLocation(spec.Partition.Timezone); err != nil {
+		return Job{}, fmt.Errorf("%s: partition.timezone: %w", path, err)
+	}
+	return job, nil
+}
+
+func loaderSpec(job Job) (*jobs.Spec, error) {
+	spec, ok := job.Engine.(*jobs.Spec)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s was not parsed by the loader engine", ErrJob, job.Name)
+	}
+	return spec, nil
+}
+
+// Plan plans one run of the job from its checkpoints.
+func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return Plan{}, err
+	}
+	l, err := jobs.Open(ctx, spec, e.Options)
+	if err != nil {
+		return Plan{}, err
+	}
+	defer l.Close()
+	p, err := l.Plan(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	var plan Plan
+	for _, s := range p.Splits {
+		plan.Tasks = append(plan.Tasks, Task{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End})
+	}
+	for _, pp := range p.Partitions {
+		plan.Partitions = append(plan.Partitions, PartitionPosition{Topic: pp.Topic, Partition: pp.Partition,
+			Loaded: pp.Start, HighWatermark: pp.End})
+		if pp.Skipped != nil {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s/%d: offsets [%d, %d) were deleted by retention before they were loaded (on_offset_out_of_range: skip)",
+				pp.Topic, pp.Partition, pp.Skipped.Start, pp.Skipped.End))
+		}
+	}
+	return plan, nil
+}
+
+// RunTask loads one split.
+func (e *LoaderEngine) RunTask(ctx context.Context, job Job, task Task) (TaskReport, error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return TaskReport{}, err
+	}
+	l, err := jobs.Open(ctx, spec, e.Options)
+	if err != nil {
+		return TaskReport{}, err
+	}
+	defer l.Close()
+	rep, err := l.RunTask(ctx, inputformat.Split{Topic: task.Topic, Partition: task.Partition, Start: task.Start, End: task.End})
+	if err != nil {
+		return TaskReport{}, err
+	}
+	out := TaskReport{Committed: rep.Won}
+	if rep.Won {
+		out.Records, out.Bytes = rep.RowsOut, rep.BytesOut
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// execute runs one run of job: plan (unless adopted), dispatch the tasks
+// with retries, mark complete directories, record the history.
+func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted *InFlightRun) {
+	log := s.log.With("job", job.Name, "run", rec.ID)
+	fs, err := s.output(job.Output)
+	if err != nil {
+		log.Error("cannot open the job's output; run not started", "output", job.Output, "err", err)
+		s.opts.Metrics.runEnded(job.Name, StateFailed, 0, false)
+		return
+	}
+	hist := NewHistory(fs, job.Name)
+	var plan Plan
+	var plannedAt time.Time
+	if adopted != nil {
+		plan = Plan{Tasks: adopted.Tasks, Partitions: adopted.Partitions, Notes: adopted.Notes}
+		plannedAt = adopted.PlannedAt
+		rec.Notes = append(rec.Notes, "adopted by "+s.opts.Name+" after a scheduler failover")
+	} else {
+		if err := hist.Start(rec); err != nil {
+			log.Warn("cannot record the run's start", "err", err)
+		}
+		log.Info("run started", "scheduled", rec.Scheduled)
+		plannedAt = s.clock.Now()
+		plan, err = s.opts.Engine.Plan(ctx, job)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			rec.State, rec.Error = StateFailed, "planning: "+err.Error()
+			s.finish(ctx, hist, job, rec, log)
+			return
+		}
+		if s.opts.Tracker != nil {
+			err := s.opts.Tracker.Begin(ctx, rec, job, plan)
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrNotLeader) {
+					return
+				}
+				rec.State, rec.Error = StateFailed, "publishing the run: "+err.Error()
+				s.finish(ctx, hist, job, rec, log)
+				return
+			}
+		}
+	}
+	rec.Partitions, rec.Notes = plan.Partitions, append(rec.Notes, plan.Notes...)
+	for _, p := range plan.Partitions {
+		rec.Lag += max(p.HighWatermark-p.Loaded, 0)
+	}
+	log.Info("run planned", "tasks", len(plan.Tasks), "lag", rec.Lag)
+	rec.Tasks = s.runTasks(ctx, RunRef{ID: rec.ID, Job: job.Name}, job, plan.Tasks, log)
+	if ctx.Err() != nil {
+		return // left running: adopted by a standby or abandoned at the next start
+	}
+	var failed []string
+	done := map[string]bool{} // partitions whose every task committed
+	for _, p := range plan.Partitions {
+		done[p.Topic+"/"+strconv.Itoa(int(p.Partition))] = true
+	}
+	for _, t := range rec.Tasks {
+		rec.Records += t.Records
+		rec.Bytes += t.Bytes
+		if t.State != StateSucceeded {
+			done[t.Topic+"/"+strconv.Itoa(int(t.Partition))] = false
+			if t.State == StateFailed {
+				failed = append(failed, t.Task.String()+": "+t.Error)
+			}
+		}
+	}
+	rec.State = StateSucceeded
+	if len(failed) > 0 {
+		rec.State = StateFailed
+		rec.Error = fmt.Sprintf("%d of %d tasks failed after their retries; the next run resumes from the checkpoint. %s",
+			len(failed), len(rec.Tasks), strings.Join(failed, "; "))
+	}
+	c := &completeness{fs: fs, job: job, log: log}
+	marked, err := c.check(plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
+	rec.Complete = marked
+	if err != nil {
+		log.Warn("completeness check failed; it is retried after the next run", "err", err)
+		rec.Notes = append(rec.Notes, "completeness: "+err.Error())
+	}
+	s.opts.Metrics.completed(job.Name, len(marked))
+	for _, p := range plan.Partitions {
+		lag := p.HighWatermark - p.Loaded
+		if done[p.Topic+"/"+strconv.Itoa(int(p.Partition))] {
+			lag = 0
+		}
+		s.opts.Metrics.partitionLag(job.Name, p.Topic, p.Partition, lag)
+	}
+	s.finish(ctx, hist, job, rec, log)
+}
+
+func (s *Scheduler) finish(ctx context.Context, hist *History, job Job, rec RunRecord, log *slog.Logger) {
+	rec.Ended = s.clock.Now()
+	s.mu.Lock()
+	rec.SkippedTicks += s.skipped[job.Name]
+	s.mu.Unlock()
+	if err := hist.Finish(rec); err != nil {
+		log.Error("cannot record the run's end", "err", err)
+	}
+	if s.opts.Tracker != nil {
+		if err := s.opts.Tracker.End(ctx, rec.ID); err != nil {
+			log.Warn("cannot remove the run from the tracker", "err", err)
+		}
+	}
+	s.opts.Metrics.runEnded(job.Name, rec.State, rec.Ended.Sub(rec.Started), rec.State == StateSucceeded)
+	s.opts.Metrics.loaded(job.Name, rec.Records, rec.Bytes)
+	args := []any{"state", rec.State, "records", rec.Records, "bytes", rec.Bytes, "tasks", len(rec.Tasks),
+		"skipped_ticks", rec.SkippedTicks, "complete", len(rec.Complete), "duration", rec.Ended.Sub(rec.Started)}
+	if s.opts.OnRunEnd != nil {
+		s.opts.OnRunEnd(rec)
+	}
+	if rec.State == StateSucceeded {
+		log.Info("run ended", args...)
+	} else {
+		log.Error("run ended", append(args, "err", rec.Error)...)
+	}
+}
+
+// runTasks runs the tasks: the partitions in parallel, the ranges of one
+// partition in order (a manifest may only continue the partition's chain),
+// each task retried with exponential backoff up to the job's MaxAttempts.
+// After a range fails for good, the later ranges of its partition are not
+// run.
+func (s *Scheduler) runTasks(ctx context.Context, run RunRef, job Job, tasks []Task, log *slog.Logger) []TaskRecord {
+	out := make([]TaskRecord, len(tasks))
+	byPartition := map[string][]int{}
+	var order []string
+	for i, t := range tasks {
+		k := t.Topic + "/" + strconv.Itoa(int(t.Partition))
+		if byPartition[k] == nil {
+			order = append(order, k)
+		}
+		byPartition[k] = append(byPartition[k], i)
+		out[i] = TaskRecord{Task: t, State: TaskNotRun}
+	}
+	var wg sync.WaitGroup
+	for _, k := range order {
+		wg.Add(1)
+		go func(idx []int) {
+			defer wg.Done()
+			for _, i := range idx {
+				out[i] = s.runTask(ctx, run, job, tasks[i], log)
+				if out[i].State != StateSucceeded {
+					return
+				}
+			}
+		}(byPartition[k])
+	}
+	wg.Wait()
+	return out
+}
+
+func (s *Scheduler) runTask(ctx context.Context, run RunRef, job Job, task Task, log *slog.Logger) TaskRecord {
+	log = log.With("task", task.ID())
+	rec := TaskRecord{Task: task}
+	start := s.clock.Now()
+	for attempt := 1; ; attempt++ {
+		rec.Attempts = attempt
+		t0 := s.clock.Now()
+		rep, err := s.opts.Dispatcher.Dispatch(ctx, run, job, task, attempt)
+		s.opts.Metrics.taskAttempt(job.Name, err == nil, s.clock.Now().Sub(t0))
+		if err == nil {
+			rec.State, rec.TaskReport, rec.Error = StateSucceeded, rep, ""
+			log.Debug("task committed", "attempt", attempt, "records", rep.Records, "committed", rep.Committed)
+			break
+		}
+		rec.Error = err.Error()
+		if ctx.Err() != nil {
+			rec.State = StateFailed
+			break
+		}
+		if attempt >= job.Retry.MaxAttempts {
+			rec.State = StateFailed
+			log.Error("task failed for good", "attempts", attempt, "err", err)
+			break
+		}
+		wait := job.Retry.wait(attempt + 1)
+		log.Warn("task attempt failed; retrying", "attempt", attempt, "backoff", wait, "err", err)
+		t := s.clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	rec.Millis = s.clock.Now().Sub(start).Milliseconds()
+	if s.opts.OnTaskEnd != nil {
+		s.opts.OnTaskEnd(run, rec)
+	}
+	return rec
+}

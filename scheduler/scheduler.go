@@ -1,0 +1,476 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+// cronParser accepts five fields, an optional leading seconds field,
+// descriptors (@hourly, @every 10m) and a CRON_TZ= prefix.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseSchedule parses a job's schedule.
+func ParseSchedule(expr string) (cron.Schedule, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("%w: no schedule: set `schedule:` (e.g. \"@hourly\", \"5 * * * *\", \"@every 10m\")", ErrJob)
+	}
+	s, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: %v (use five cron fields, an optional seconds field, @hourly or @every 10m)", ErrJob, expr, err)
+	}
+	return s, nil
+}
+
+// RunTracker keeps the runs in flight somewhere other schedulers can see
+// (ZooKeeper), so that a standby adopts them after a failover. The
+// embedded scheduler has none.
+type RunTracker interface {
+	// Begin records a planned run before its tasks are dispatched.
+	Begin(ctx context.Context, rec RunRecord, job Job, plan Plan) error
+	// End forgets a run that ended.
+	End(ctx context.Context, runID string) error
+	// InFlight returns the runs begun and not ended (by any scheduler).
+	InFlight(ctx context.Context) ([]InFlightRun, error)
+}
+
+// InFlightRun is a run another scheduler began: enough to finish it.
+type InFlightRun struct {
+	Record RunRecord `json:"record"`
+	Path   string    `json:"path"`
+	Spec   []byte    `json:"spec"`
+	Tasks  []Task    `json:"tasks"`
+	// Partitions and Notes are the plan's.
+	Partitions []PartitionPosition `json:"partitions"`
+	Notes      []string            `json:"notes,omitempty"`
+	PlannedAt  time.Time           `json:"planned_at"`
+}
+
+// Options configure a Scheduler. Engine and JobsDir are required.
+type Options struct {
+	Engine Engine
+	// JobsDir holds the job specs (*.yaml, *.yml), rescanned every
+	// ScanInterval: added, changed and removed specs take effect without
+	// a restart.
+	JobsDir string
+	// Dispatcher runs task attempts (default: a LocalPool of Workers).
+	Dispatcher Dispatcher
+	// Workers is the size of the default LocalPool (default 2).
+	Workers int
+	// Tracker shares runs in flight with standby schedulers (optional).
+	Tracker RunTracker
+	// Clock is the time source (default SystemClock).
+	Clock Clock
+	// ScanInterval is how often JobsDir is rescanned (default 5s).
+	ScanInterval time.Duration
+	// OpenFS opens a job's output (default filesystem.Open).
+	OpenFS func(uri string) (filesystem.FS, error)
+	Logger *slog.Logger
+	// Metrics receives the scheduler's metrics (optional).
+	Metrics *Metrics
+	// Name identifies this scheduler in run records (default host/pid).
+	Name string
+	// OnTaskEnd and OnRunEnd, when set, are called as each task and each
+	// run ends (progress displays); they must not block.
+	OnTaskEnd func(run RunRef, task TaskRecord)
+	OnRunEnd  func(run RunRecord)
+}
+
+// Scheduler runs jobs on their schedules. Run owns its state machine; the
+// mutex guards what run goroutines and Status share with it.
+type Scheduler struct {
+	opts  Options
+	log   *slog.Logger
+	clock Clock
+	wake  chan struct{}
+
+	mu      sync.Mutex
+	jobs    map[string]*jobState // by job name
+	files   map[string]string    // spec path -> job name
+	running map[string]string    // job name -> run id in flight
+	skipped map[string]int       // job name -> ticks skipped during the run in flight
+	refused map[string]string    // spec path -> hash of the content refused (reported once)
+	outputs map[string]filesystem.FS
+	runs    sync.WaitGroup
+}
+
+type jobState struct {
+	job      Job
+	hash     string
+	schedule cron.Schedule
+	next     time.Time
+}
+
+// JobStatus is a job as the scheduler sees it now.
+type JobStatus struct {
+	Name    string
+	Next    time.Time
+	Running string // run id, "" when idle
+	Skipped int
+}
+
+// New returns a Scheduler; Run starts it.
+func New(opts Options) (*Scheduler, error) {
+	if opts.Engine == nil || opts.JobsDir == "" {
+		return nil, fmt.Errorf("%w: a scheduler needs an engine and a jobs directory", ErrJob)
+	}
+	if st, err := os.Stat(opts.JobsDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: --jobs %s is not a readable directory of job specs", ErrJob, opts.JobsDir)
+	}
+	if opts.Clock == nil {
+		opts.Clock = SystemClock{}
+	}
+	if opts.ScanInterval <= 0 {
+		opts.ScanInterval = 5 * time.Second
+	}
+	if opts.OpenFS == nil {
+		opts.OpenFS = filesystem.Open
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Dispatcher == nil {
+		opts.Dispatcher = NewLocalPool(opts.Engine, opts.Workers)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Name == "" {
+		host, _ := os.Hostname()
+		opts.Name = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return &Scheduler{opts: opts, log: opts.Logger, clock: opts.Clock, wake: make(chan struct{}, 1),
+		jobs: map[string]*jobState{}, files: map[string]string{}, running: map[string]string{},
+		skipped: map[string]int{}, refused: map[string]string{}, outputs: map[string]filesystem.FS{}}, nil
+}
+
+// Status lists the scheduled jobs by name.
+func (s *Scheduler) Status() []JobStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []JobStatus
+	for name, js := range s.jobs {
+		out = append(out, JobStatus{Name: name, Next: js.next, Running: s.running[name], Skipped: s.skipped[name]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run schedules until ctx ends, then waits for the runs in flight to stop.
+// Runs cut short stay "running" in their history (and in the tracker) so
+// that a standby adopts them or the next start marks them abandoned.
+func (s *Scheduler) Run(ctx context.Context) error {
+	defer s.closeOutputs()
+	defer s.runs.Wait()
+	var adopt []InFlightRun
+	if s.opts.Tracker != nil {
+		var err error
+		if adopt, err = s.opts.Tracker.InFlight(ctx); err != nil {
+			return fmt.Errorf("scheduler: reading the runs in flight: %w", err)
+		}
+	}
+	keep := map[string]bool{}
+	for _, r := range adopt {
+		keep[r.Record.ID] = true
+	}
+	s.scan(keep)
+	for _, r := range adopt {
+		s.adopt(ctx, r)
+	}
+	s.log.Info("scheduler started", "jobs_dir", s.opts.JobsDir, "jobs", len(s.jobs), "adopted_runs", len(adopt))
+	nextScan := s.clock.Now().Add(s.opts.ScanInterval)
+	for {
+		now := s.clock.Now()
+		if !now.Before(nextScan) {
+			s.scan(keep)
+			nextScan = now.Add(s.opts.ScanInterval)
+		}
+		wakeAt := s.fireDue(ctx, now)
+		if wakeAt.IsZero() || nextScan.Before(wakeAt) {
+			wakeAt = nextScan
+		}
+		t := s.clock.NewTimer(wakeAt.Sub(now))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			s.log.Info("scheduler stopping", "runs_in_flight", len(s.Status()))
+			return nil
+		case <-t.C():
+		case <-s.wake:
+			t.Stop()
+		}
+	}
+}
+
+// fireDue starts the runs of the jobs whose tick came and returns the
+// earliest next tick. A tick that finds the job's previous run going is
+// skipped and reported; ticks missed while the scheduler was down or busy
+// collapse into one run, because the next tick is computed from now.
+func (s *Scheduler) fireDue(ctx context.Context, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var earliest time.Time
+	for name, js := range s.jobs {
+		if !js.next.After(now) {
+			scheduled := js.next
+			if id := s.running[name]; id != "" {
+				s.skipped[name]++
+				s.log.Warn("tick skipped: the previous run is still going", "job", name, "run", id, "tick", scheduled)
+				s.opts.Metrics.tickSkipped(name)
+			} else {
+				s.startLocked(ctx, js.job, scheduled, nil)
+			}
+			js.next = js.schedule.Next(now)
+		}
+		if earliest.IsZero() || js.next.Before(earliest) {
+			earliest = js.next
+		}
+	}
+	return earliest
+}
+
+func newRunID(scheduled time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return scheduled.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// startLocked starts a run (or resumes an adopted one) in a goroutine.
+func (s *Scheduler) startLocked(ctx context.Context, job Job, scheduled time.Time, adopted *InFlightRun) {
+	var rec RunRecord
+	if adopted != nil {
+		rec = adopted.Record
+	} else {
+		rec = RunRecord{ID: newRunID(scheduled), Job: job.Name, Scheduled: scheduled, Started: s.clock.Now(),
+			State: StateRunning, Scheduler: s.opts.Name}
+	}
+	s.running[job.Name] = rec.ID
+	s.skipped[job.Name] = 0
+	s.opts.Metrics.runStarted(job.Name)
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		s.execute(ctx, job, rec, adopted)
+		s.mu.Lock()
+		delete(s.running, job.Name)
+		s.mu.Unlock()
+		s.opts.Metrics.runStopped(job.Name)
+		s.poke()
+	}()
+}
+
+// adopt resumes a run another scheduler began.
+func (s *Scheduler) adopt(ctx context.Context, r InFlightRun) {
+	job, err := s.opts.Engine.ParseJob(r.Path, r.Spec)
+	if err != nil {
+		s.log.Error("cannot adopt a run: its spec no longer parses", "job", r.Record.Job, "run", r.Record.ID, "err", err)
+		return
+	}
+	job.Spec, job.Path = r.Spec, r.Path
+	s.log.Info("adopting a run in flight", "job", job.Name, "run", r.Record.ID, "tasks", len(r.Tasks))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[job.Name] != "" {
+		return
+	}
+	s.startLocked(ctx, job, r.Record.Scheduled, &r)
+}
+
+func (s *Scheduler) output(uri string) (filesystem.FS, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fs := s.outputs[uri]; fs != nil {
+		return fs, nil
+	}
+	fs, err := s.opts.OpenFS(uri)
+	if err != nil {
+		return nil, err
+	}
+	s.outputs[uri] = fs
+	return fs, nil
+}
+
+func (s *Scheduler) closeOutputs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uri, fs := range s.outputs {
+		fs.Close()
+		delete(s.outputs, uri)
+	}
+}
+
+// scan reads the jobs directory and applies added, changed and removed
+// specs. keep names runs in flight that must not be marked abandoned.
+func (s *Scheduler) scan(keep map[string]bool) {
+	paths, err := specFiles(s.opts.JobsDir)
+	if err != nil {
+		s.log.Error("cannot read the jobs directory", "dir", s.opts.JobsDir, "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		seen[p] = true
+	}
+	// Removals first, so that a spec taking over a removed one's name is
+	// accepted in the same scan.
+	s.mu.Lock()
+	for p := range s.refused {
+		if !seen[p] {
+			delete(s.refused, p)
+		}
+	}
+	for p, name := range s.files {
+		if !seen[p] {
+			delete(s.files, p)
+			if js := s.jobs[name]; js != nil && js.job.Path == p {
+				delete(s.jobs, name)
+			}
+			clear(s.refused) // a spec refused for a duplicate name may fit now
+			s.log.Info("job removed", "job", name, "path", p)
+			s.opts.Metrics.jobsChanged(len(s.jobs))
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			s.log.Error("cannot read a job spec", "path", p, "err", err)
+			continue
+		}
+		sum := sha256.Sum256(data)
+		s.apply(p, data, hex.EncodeToString(sum[:]), keep)
+	}
+}
+
+func specFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			continue
+		}
+		out = append(out, filepath.Join(dir, n))
+	}
+	return out, nil
+}
+
+// apply adds or updates the job of one spec file.
+func (s *Scheduler) apply(path string, data []byte, hash string, keep map[string]bool) {
+	s.mu.Lock()
+	name, known := s.files[path]
+	var cur *jobState
+	if known {
+		cur = s.jobs[name]
+	}
+	refused := s.refused[path] == hash
+	s.mu.Unlock()
+	if refused || (cur != nil && cur.hash == hash) {
+		return
+	}
+	job, sched, err := s.parse(path, data)
+	if err != nil {
+		// Reported once per content; a previous version keeps its schedule.
+		s.log.Error("job spec refused", "path", path, "err", err)
+		s.opts.Metrics.specRefused()
+		s.mu.Lock()
+		s.refused[path] = hash
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if other, ok := s.jobs[job.Name]; ok && other.job.Path != path {
+		s.log.Error("job spec refused: another spec has the same name", "path", path, "job", job.Name, "other", other.job.Path)
+		s.opts.Metrics.specRefused()
+		s.refused[path] = hash // tried again when it changes or the other spec goes
+		return
+	}
+	delete(s.refused, path)
+	if known && name != job.Name { // renamed
+		delete(s.jobs, name)
+	}
+	now := s.clock.Now()
+	js := &jobState{job: job, hash: hash, schedule: sched, next: sched.Next(now)}
+	if cur != nil {
+		s.log.Info("job changed", "job", job.Name, "path", path, "next", js.next)
+	} else {
+		s.mu.Unlock()
+		js.next = s.firstTick(job, sched, now, keep)
+		s.mu.Lock()
+		s.log.Info("job added", "job", job.Name, "path", path, "schedule", job.Schedule, "next", js.next)
+	}
+	s.files[path] = job.Name
+	s.jobs[job.Name] = js
+	s.opts.Metrics.jobsChanged(len(s.jobs))
+	s.poke()
+}
+
+func (s *Scheduler) parse(path string, data []byte) (Job, cron.Schedule, error) {
+	job, err := s.opts.Engine.ParseJob(path, data)
+	if err != nil {
+		return Job{}, nil, err
+	}
+	job.Path, job.Spec = path, data
+	if job.Name == "" || strings.ContainsAny(job.Name, "/\\") || job.Name == "." || job.Name == ".." {
+		return Job{}, nil, fmt.Errorf("%w: %s: name %q must be non-empty without / or \\", ErrJob, path, job.Name)
+	}
+	if job.Output == "" {
+		return Job{}, nil, fmt.Errorf("%w: %s: no output uri", ErrJob, path)
+	}
+	sched, err := ParseSchedule(job.Schedule)
+	if err != nil {
+		return Job{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	job.Retry = job.Retry.withDefaults()
+	return job, sched, nil
+}
+
+// firstTick is the first tick of a job just added: now, when a tick was
+// missed since its last recorded run (one catch-up run for the whole
+// downtime), else the schedule's next. Runs left "running" by a dead
+// scheduler and not adopted are marked abandoned.
+func (s *Scheduler) firstTick(job Job, sched cron.Schedule, now time.Time, keep map[string]bool) time.Time {
+	fs, err := s.output(job.Output)
+	if err != nil {
+		s.log.Error("cannot open the job's output", "job", job.Name, "output", job.Output, "err", err)
+		return sched.Next(now)
+	}
+	h := NewHistory(fs, job.Name)
+	if err := h.Abandon(keep, now); err != nil {
+		s.log.Warn("cannot mark abandoned runs", "job", job.Name, "err", err)
+	}
+	last, ok, err := h.Last()
+	if err != nil {
+		s.log.Warn("cannot read the run history", "job", job.Name, "err", err)
+	}
+	if ok && !sched.Next(last.Scheduled).After(now) {
+		s.log.Info("ticks were missed while no scheduler ran: one catch-up run", "job", job.Name, "last_run", last.ID)
+		return now
+	}
+	return sched.Next(now)
+}
