@@ -17,12 +17,16 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
-func TestMain(m *testing.M) { os.Exit(hdfs.Main(m)) }
+func TestMain(m *testing.M) {
+	kafka.OnExit(hdfs.Stop)
+	os.Exit(kafka.Main(m))
+}
 
 var loadSchema = sync.OnceValues(func() (avro.Schema, error) {
 	root, err := hdfs.RepoRoot()

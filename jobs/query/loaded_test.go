@@ -1,15 +1,5 @@
-//go:build ignore
-
-// Enable once the loader (branch loader: jobs/jobcli) is on main: delete
-// the build line above, and in helpers_test.go make TestMain
-//
-//	func TestMain(m *testing.M) {
-//		kafka.OnExit(hdfs.Stop)
-//		os.Exit(kafka.Main(m))
-//	}
-//
-// It passed against a merge of the loader branch on 2026-12-01 (local:
-// Parquet, Avro, JSON lines; HDFS: Parquet, Avro; 48 s under -race).
+// Queries over warehouses loaded by `sluice load run` (jobs/jobcli) from a real
+// sluice broker, local and HDFS.
 
 package query
 
