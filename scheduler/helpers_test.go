@@ -23,6 +23,8 @@ source:
   topics: [%s]
   start: earliest
   max_records_per_task: 50
+decode:
+  format: json
 partition:
   by: hour
   time_field: "@timestamp"

@@ -19,15 +19,15 @@ import (
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/cluster"
-	"github.com/sluicehq/sluice/scheduler/internal/rangeload"
 	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // TestMain lets the test binary act as a `sluice scheduler --zookeeper`
-// or `sluice worker` process (with the rangeload engine) when re-executed
-// with SLUICE_CLUSTER_ROLE set, so the test can kill -9 real processes.
+// or `sluice worker` process (with sluice's loader, as the commands run
+// it) when re-executed with SLUICE_CLUSTER_ROLE set, so the test can
+// kill -9 real processes.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("SLUICE_CLUSTER_ROLE"); role != "" {
 		os.Exit(runRole(role))
@@ -40,8 +40,7 @@ func runRole(role string) int {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	name := os.Getenv("SLUICE_NAME")
-	delay, _ := time.ParseDuration(os.Getenv("SLUICE_RECORD_DELAY"))
-	engine := &rangeload.Engine{RecordHook: func(scheduler.Task, int64) { time.Sleep(delay) }} // slows tasks so a kill lands mid-task
+	engine := &scheduler.LoaderEngine{}
 	var err error
 	switch role {
 	case "worker":
@@ -127,9 +126,11 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	}
 }
 
-// TestCluster: one scheduler leader and a standby, three workers, a real
-// ZooKeeper and broker. A worker is killed with SIGKILL mid-task, then the
-// leader: the standby adopts the run, the other workers re-run the dead
+// TestCluster: one scheduler leader and a standby, three workers running
+// sluice's loader (JSON lines through the writers' commit protocol), a real
+// ZooKeeper and broker. A run of many small tasks starts; the worker of the
+// first claimed task is killed with SIGKILL while it holds the claim, then
+// the leader: the standby adopts the run, the other workers re-run the dead
 // worker's task, the run completes and every record is loaded exactly once.
 func TestCluster(t *testing.T) {
 	zks := zkharness.Start(t)
@@ -137,19 +138,19 @@ func TestCluster(t *testing.T) {
 
 	addr := schedtest.StartBroker(t)
 
-	const partitions, perPartition = 3, 240
+	const partitions, perPartition = 3, 240 // 12 tasks of 20 records per partition
 	schedtest.CreateTopic(t, addr, "pv", partitions)
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
 	schedtest.Produce(t, addr, "pv", partitions, 0, perPartition, t0, 30*time.Second)
 
 	jobs, out := t.TempDir(), t.TempDir()
-	spec := fmt.Sprintf("name: pv\nsource:\n  bootstrap: [%s]\n  topics: [pv]\n  max_records_per_task: 80\n"+
-		"partition: {by: hour, time_field: \"@timestamp\"}\noutput: {uri: \"file://%s\"}\nschedule: \"@every 2s\"\n"+
+	spec := fmt.Sprintf("name: pv\nsource:\n  bootstrap: [%s]\n  topics: [pv]\n  max_records_per_task: 20\n"+
+		"decode: {format: json}\npartition: {by: hour, time_field: \"@timestamp\"}\noutput: {uri: \"file://%s\", format: jsonl}\nschedule: \"@every 2s\"\n"+
 		"retry: {max_attempts: 5, backoff: 200ms}\n", addr, out)
 	if err := os.WriteFile(filepath.Join(jobs, "pv.yaml"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"SLUICE_ZK=" + connect, "SLUICE_JOBS=" + jobs, "SLUICE_RECORD_DELAY=8ms"}
+	env := []string{"SLUICE_ZK=" + connect, "SLUICE_JOBS=" + jobs}
 	procs := map[string]*proc{}
 	for _, n := range []string{"sched-a", "sched-b"} {
 		procs[n] = startRole(t, "scheduler", n, env...)
@@ -178,8 +179,11 @@ func TestCluster(t *testing.T) {
 	// Kill the worker of the first claimed task, mid-task.
 	var claimed, victim string
 	waitFor(t, "a claimed task", 90*time.Second, func() bool { claimed, victim = owner("/claims"); return victim != "" })
-	t.Logf("killing %s while it runs %s", victim, claimed)
+	t.Logf("killing %s while it holds the claim of %s", victim, claimed)
 	procs[victim].kill9()
+	if strings.Contains(procs[victim].out.String(), `msg="task done"`) {
+		t.Logf("%s had finished its task before the kill; its claim was still held", victim)
+	}
 	// Then the leader, while the run is in flight.
 	var leader string
 	waitFor(t, "a leader", 30*time.Second, func() bool { leader, _ = leaderName(zc, chroot); return leader != "" })
@@ -243,16 +247,21 @@ func TestCluster(t *testing.T) {
 	zombie.cmd.Process.Signal(syscall.SIGCONT)
 	task := strings.Split(claimed, "~")[1]
 	var done string
+	// Its attempt ends as done (committed=false: the range was committed
+	// when it looked; committed=true: it had committed before it was
+	// stopped) or failed (the loader refuses to commit a range its
+	// partition's checkpoint has moved past).
 	waitFor(t, "the zombie to finish its attempt of "+task, 60*time.Second, func() bool {
 		for _, line := range strings.Split(zombie.out.String(), "\n") {
-			if strings.Contains(line, `msg="task done"`) && strings.Contains(line, "task="+task+" ") {
+			if (strings.Contains(line, `msg="task done"`) || strings.Contains(line, `msg="task failed"`)) &&
+				strings.Contains(line, "task="+task+" ") {
 				done = line
 			}
 		}
 		return done != ""
 	})
 	t.Logf("the zombie's attempt ended: %s", strings.TrimSpace(done))
-	if !strings.Contains(done, "committed=false") {
+	if strings.Contains(done, "committed=true") {
 		t.Logf("the zombie had committed before it was stopped; the re-run lost instead")
 	}
 	for id, n := range schedtest.LoadedIDs(out) {
