@@ -31,14 +31,13 @@ import (
 // per-partition cursor. The state is kept under
 // _sluice/completeness/<job>/<seq %020d>.json, each version created
 // exclusively (a crash leaves the previous one readable). A complete
-// directory gets _SUCCESS.json ({"records": n, ...}) and then _SUCCESS
-// with the same JSON (not empty, as Hadoop's S3A committers do: the HDFS
-// client cannot close an empty file, see writers/filesystem); every directory from the first one loaded onwards is marked,
-// an empty hour included (created with records 0), so that downstream
-// jobs waiting for an hour never wait forever.
+// directory gets _SUCCESS.json ({"records": n, ...}) and then an empty
+// _SUCCESS (the Hadoop convention); every directory from the first one
+// loaded onwards is marked, an empty hour included (created with records
+// 0), so that downstream jobs waiting for an hour never wait forever.
 
 const (
-	// SuccessMarker is the Hadoop convention's marker file name.
+	// SuccessMarker is the Hadoop convention's marker file name (empty).
 	SuccessMarker = "_SUCCESS"
 	// SuccessInfo is the JSON beside it with the directory's record count.
 	SuccessInfo = "_SUCCESS.json"
@@ -286,7 +285,7 @@ func (c *completeness) mark(dir string, start, end time.Time, records int64, run
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{SuccessInfo, b}, {SuccessMarker, b}} {
+	}{{SuccessInfo, b}, {SuccessMarker, nil}} {
 		if err := c.fs.WriteExclusive(path.Join(dir, f.name), f.data); err != nil && !errors.Is(err, filesystem.ErrExist) {
 			return fmt.Errorf("scheduler: marking %s complete: %w", dir, err)
 		}

@@ -38,8 +38,8 @@ func marker(t *testing.T, fs filesystem.FS, dir string) (SuccessRecord, bool) {
 	if err != nil {
 		return r, false
 	}
-	if ok, _ := filesystem.Exists(fs, path.Join(dir, SuccessMarker)); !ok {
-		t.Fatalf("%s has %s but no %s", dir, SuccessInfo, SuccessMarker)
+	if st, err := fs.Stat(path.Join(dir, SuccessMarker)); err != nil || st.Size != 0 {
+		t.Fatalf("%s has %s but no empty %s: %+v %v", dir, SuccessInfo, SuccessMarker, st, err)
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)

@@ -38,8 +38,7 @@
 //	_sluice/completeness/<job>/<seq %020d>.json   completeness state: manifest cursors,
 //	                                              pending counts, last marked directory
 //	dt=YYYY-MM-DD/hr=HH/_SUCCESS.json             {"records": n, "start", "end", "run", ...}
-//	dt=YYYY-MM-DD/hr=HH/_SUCCESS                  the same JSON; written after it (not
-//	                                              empty: the HDFS client cannot close an empty file)
+//	dt=YYYY-MM-DD/hr=HH/_SUCCESS                  empty (the Hadoop convention); written after it
 //
 // Run ids are "<scheduled time 20060102T150405Z>-<6 hex>", so they sort by
 // schedule. History and marker files are created exclusively and never

@@ -132,8 +132,12 @@ func (h *harness) idle() {
 
 func (h *harness) success(dir string) (scheduler.SuccessRecord, bool) {
 	var r scheduler.SuccessRecord
-	if _, err := os.Stat(filepath.Join(h.out, dir, scheduler.SuccessMarker)); err != nil {
+	st, err := os.Stat(filepath.Join(h.out, dir, scheduler.SuccessMarker))
+	if err != nil {
 		return r, false
+	}
+	if st.Size() != 0 {
+		h.t.Fatalf("%s/%s has %d bytes, want an empty marker", dir, scheduler.SuccessMarker, st.Size())
 	}
 	b, err := os.ReadFile(filepath.Join(h.out, dir, scheduler.SuccessInfo))
 	if err != nil {

@@ -36,8 +36,8 @@ func TestHDFSOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	if ok, err := filesystem.Exists(fs, "dt=2026-12-01/hr=08/"+scheduler.SuccessMarker); !ok {
-		t.Fatalf("no _SUCCESS for hour 08 on HDFS: %v", err)
+	if st, err := fs.Stat("dt=2026-12-01/hr=08/" + scheduler.SuccessMarker); err != nil || st.Size != 0 {
+		t.Fatalf("no empty _SUCCESS for hour 08 on HDFS: %+v %v", st, err)
 	}
 	b, err := filesystem.ReadFile(fs, "dt=2026-12-01/hr=08/"+scheduler.SuccessInfo)
 	var s scheduler.SuccessRecord

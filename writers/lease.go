@@ -38,8 +38,7 @@ func (a *Attempt) Renew() error {
 	if name == a.lease {
 		return nil
 	}
-	// The name says it all; the body is for people (and HDFS, which does
-	// not complete an empty file at once).
+	// The name says it all; the body is for people.
 	err := s.fs.WriteExclusive(name, []byte(expiry.UTC().Format(time.RFC3339Nano)+"\n"))
 	switch {
 	case errors.Is(err, filesystem.ErrNotExist):

@@ -24,7 +24,9 @@
 //   - A File's Close makes the data durable before it returns nil: the local
 //     FS fsyncs the file and its directory; HDFS completes the file on the
 //     NameNode (every DataNode of the pipeline acknowledged), retrying while
-//     the NameNode reports that the last block is still replicating.
+//     the NameNode reports that the last block is still replicating
+//     (bounded by HDFSOptions.CloseTimeout). An empty file (nothing or only
+//     zero-length writes) has no block and closes at once.
 //     A file whose Close did not return nil may be empty, partial or complete.
 //   - WriteExclusive(path, data) publishes a small file in one step and fails
 //     with ErrExist when the path exists. Locally a reader never sees it half

@@ -44,6 +44,8 @@ type HDFSOptions struct {
 	// replicating (default time.Now and time.Sleep).
 	Clock func() time.Time
 	Sleep func(time.Duration)
+	// CloseTimeout bounds the retries of Close (default 60s).
+	CloseTimeout time.Duration
 }
 
 // NewHDFS connects to the NameNode at addr ("host:port"; empty means the
@@ -92,6 +94,9 @@ func NewHDFS(addr, root string, opts HDFSOptions) (*HDFS, error) {
 	}
 	if h.sleep == nil {
 		h.sleep = time.Sleep
+	}
+	if opts.CloseTimeout > 0 {
+		h.CloseTimeout = opts.CloseTimeout
 	}
 	return h, nil
 }
@@ -165,7 +170,17 @@ type hdfsFile struct {
 	sleep   func(time.Duration)
 }
 
-func (f *hdfsFile) Write(b []byte) (int, error) { return f.w.Write(b) }
+// Write skips empty writes: the client allocates a block (addBlock) on its
+// first Write even for zero bytes, no DataNode ever receives that block, and
+// the NameNode then never completes the file (Close reports "replication in
+// progress" until the close timeout). With no Write, Close completes an
+// empty file with no block at once.
+func (f *hdfsFile) Write(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	return f.w.Write(b)
+}
 
 // Close completes the file, retrying with backoff while the NameNode says
 // the last block is still replicating (as the Java client does).
