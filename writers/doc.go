@@ -44,7 +44,8 @@
 //
 // # Commit protocol
 //
-//	NewAttempt: mkdir _sluice/tmp/…/<attempt>/, take the lease (renewed every Lease/3)
+//	NewAttempt: mkdir _sluice/tmp/…/<attempt>/, take the lease (renewed every Lease/3);
+//	            until the first lease exists, the birth time in the attempt ID counts as one
 //	   │
 //	   ▼
 //	write files under the attempt directory ── close (durable)

@@ -159,5 +159,31 @@ func (s *Store) leaseExpired(dir string, now time.Time) (bool, error) {
 			}
 		}
 	}
-	return expiry < 0 || now.UnixMilli() >= expiry, nil
+	if expiry < 0 {
+		// No lease yet: the attempt may be newborn (NewAttempt makes the
+		// directory, then writes the first lease). Its ID carries its birth
+		// time, so it counts as leased from then for one lease period; an
+		// attempt that died before its first lease is reaped after that.
+		born, ok := attemptBirth(path.Base(dir))
+		if !ok {
+			return true, nil
+		}
+		expiry = born.Add(s.opts.Lease).UnixMilli()
+	}
+	return now.UnixMilli() >= expiry, nil
+}
+
+// attemptBirth reads the creation time an attempt ID starts with
+// ("20060102T150405Z-<random hex>", see NewAttempt), rounded up to the
+// next second so that a birth within a second never looks older than it is.
+func attemptBirth(id string) (time.Time, bool) {
+	stamp, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(attemptTimeLayout, stamp)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.Add(time.Second), true
 }

@@ -160,3 +160,30 @@ func TestIntentCompletedByRecover(t *testing.T) {
 	}
 	verifyExactlyOnce(t, mem, workload)
 }
+
+// TestRecoverSparesNewbornAttempt: NewAttempt makes the attempt directory
+// before it writes the first lease. A Recover in between must not take the
+// attempt as dead (it would rob a live attempt at birth); an attempt that
+// died before its first lease is reaped once a lease period from its birth
+// (carried in its ID) has passed.
+func TestRecoverSparesNewbornAttempt(t *testing.T) {
+	store, c := leaseStore(t)
+	id := c.now.UTC().Format(attemptTimeLayout) + "-00ff00ff00ff00ff"
+	dir := attemptDir(workload.Topic, workload.Partition, workload.Start, id)
+	if err := store.FS().MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(30 * time.Second)
+	rep, err := store.Recover(workload.Topic, workload.Partition)
+	if err != nil || len(rep.Pending) != 1 || len(rep.Discarded) != 0 {
+		t.Fatalf("recover took an attempt with no lease yet, 30 s after its birth: %+v %v", rep, err)
+	}
+	c.Advance(time.Minute)
+	rep, err = store.Recover(workload.Topic, workload.Partition)
+	if err != nil || len(rep.Pending) != 0 || len(rep.Discarded) != 1 {
+		t.Fatalf("recover kept an attempt that died before its first lease: %+v %v", rep, err)
+	}
+	if _, err := store.FS().Stat(dir); !errors.Is(err, filesystem.ErrNotExist) {
+		t.Fatalf("the dead attempt's directory is still there: %v", err)
+	}
+}

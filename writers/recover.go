@@ -28,7 +28,8 @@ type RecoveryReport struct {
 //   - no manifest, but the attempt's commit intent: complete the commit
 //     (create the manifest from the intent), then as above;
 //   - no manifest, no intent, lease expired: mark the attempt reaped (so it
-//     can never commit), then delete it; a live lease: leave it alone;
+//     can never commit), then delete it; a live lease (or, before the first
+//     lease, less than a lease period since the birth in its ID): leave it alone;
 //   - a torn manifest older than TornGrace: its writer died mid-commit, so
 //     nothing of it was moved; move it to _sluice/torn and go on as without.
 //

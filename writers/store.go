@@ -17,6 +17,10 @@ import (
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
+// attemptTimeLayout is how an attempt ID starts: the attempt's creation time
+// (recovery reads it to give an attempt without a lease yet its first period).
+const attemptTimeLayout = "20060102T150405Z"
+
 // Commit-protocol errors.
 var (
 	// ErrCommitUnknown reports a commit whose outcome could not be learned
@@ -133,7 +137,7 @@ func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	id := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	id := s.opts.Clock().UTC().Format(attemptTimeLayout) + "-" + hex.EncodeToString(b[:])
 	a := &Attempt{store: s, split: split, id: id,
 		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}
 	// Another attempt's cleanup may remove the split's empty directory
