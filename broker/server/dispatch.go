@@ -26,6 +26,11 @@ type api struct {
 const (
 	smallRequestMax = 4 << 20 // admin and lookup APIs
 	fetchRequestMax = 8 << 20 // 500,000 partitions at v4, 250,000 at v12
+	// groupRequestMax bounds JoinGroup, SyncGroup, OffsetCommit and
+	// OffsetFetch: member metadata and assignments of large groups, and
+	// commits of many partitions, stay far below it (a commit of 100,000
+	// partitions is about 2 MiB).
+	groupRequestMax = 16 << 20
 )
 
 const apiVersionsKey = 18
@@ -42,13 +47,13 @@ func init() {
 		{key: 1, name: "Fetch", advertisedMin: 4, max: 12, handle: handleFetch, maxFrame: fetchRequestMax},
 		{key: 2, name: "ListOffsets", advertisedMin: 1, max: 7, handle: handleListOffsets, maxFrame: smallRequestMax},
 		{key: 3, name: "Metadata", advertisedMin: 0, max: 12, handle: handleMetadata, decode: decodeMetadata},
-		{key: 8, name: "OffsetCommit", advertisedMin: 2, max: 8, handle: handleOffsetCommit},
-		{key: 9, name: "OffsetFetch", advertisedMin: 1, max: 8, handle: handleOffsetFetch},
+		{key: 8, name: "OffsetCommit", advertisedMin: 2, max: 8, handle: handleOffsetCommit, maxFrame: groupRequestMax},
+		{key: 9, name: "OffsetFetch", advertisedMin: 1, max: 8, handle: handleOffsetFetch, maxFrame: groupRequestMax},
 		{key: 10, name: "FindCoordinator", advertisedMin: 0, max: 4, handle: handleFindCoordinator, maxFrame: smallRequestMax},
-		{key: 11, name: "JoinGroup", advertisedMin: 0, max: 9, handle: handleJoinGroup},
+		{key: 11, name: "JoinGroup", advertisedMin: 0, max: 9, handle: handleJoinGroup, maxFrame: groupRequestMax},
 		{key: 12, name: "Heartbeat", advertisedMin: 0, max: 4, handle: handleHeartbeat, maxFrame: smallRequestMax},
 		{key: 13, name: "LeaveGroup", advertisedMin: 0, max: 5, handle: handleLeaveGroup, maxFrame: smallRequestMax},
-		{key: 14, name: "SyncGroup", advertisedMin: 0, max: 5, handle: handleSyncGroup},
+		{key: 14, name: "SyncGroup", advertisedMin: 0, max: 5, handle: handleSyncGroup, maxFrame: groupRequestMax},
 		{key: 15, name: "DescribeGroups", advertisedMin: 0, max: 5, handle: handleDescribeGroups, maxFrame: smallRequestMax},
 		{key: 16, name: "ListGroups", advertisedMin: 0, max: 4, handle: handleListGroups, maxFrame: smallRequestMax},
 		{key: apiVersionsKey, name: "ApiVersions", advertisedMin: 0, max: 4, handle: handleAPIVersions, maxFrame: smallRequestMax},

@@ -592,7 +592,7 @@ func TestMetadataAutoCreateBounded(t *testing.T) {
 // TestOversizedLookupRequests: a DeleteTopics of 5 MiB of empty names decoded
 // into 2.6 million entries and as many answers (~40 bytes of memory per byte
 // sent); APIs whose requests are small in practice now refuse frames above
-// 4 MiB (Fetch above 8 MiB) before decoding them.
+// 4 MiB (Fetch above 8 MiB, the group APIs above 16 MiB) before decoding them.
 func TestOversizedLookupRequests(t *testing.T) {
 	ts := startServer(t, "", nil)
 	del := kmsg.NewPtrDeleteTopicsRequest()
@@ -607,7 +607,16 @@ func TestOversizedLookupRequests(t *testing.T) {
 		rt.Partitions[i].Partition = int32(i)
 	}
 	fetch.Topics = append(fetch.Topics, rt)
-	for _, req := range []kmsg.Request{del, fetch} {
+	// OffsetCommit v2: 17 MiB of partition entries (12 bytes each with a
+	// null metadata), above the group APIs' 16 MiB bound.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(2)
+	commit.Group, commit.MemberID, commit.Generation = "g", "m", 1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "x"
+	ct.Partitions = make([]kmsg.OffsetCommitRequestTopicPartition, 17<<20/12)
+	commit.Topics = append(commit.Topics, ct)
+	for _, req := range []kmsg.Request{del, fetch, commit} {
 		rc := dialRaw(t, ts.addr)
 		rc.send(encodeRequest(req, 1))
 		rc.expectClosed()
