@@ -12,6 +12,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/sluicehq/sluice/writers/format"
 )
 
 // ErrBadRecord is wrapped by every error a record's bytes cause (they do
@@ -57,19 +59,79 @@ func readSchemaFile(path string) (avro.Schema, error) {
 	return s, nil
 }
 
-// avroFileDecoder decodes unframed Avro binary with one fixed schema.
-type avroFileDecoder struct{ schema avro.Schema }
-
-func (d *avroFileDecoder) Decode(_ context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
-	return decodeAvro(d.schema, value)
+// avroSource is a Decoder of Avro binary: the columnar path takes the
+// record's bytes and schema from Raw and decodes no map.
+type avroSource interface {
+	Decoder
+	// Raw returns the value's writer schema and its Avro body. An error
+	// wrapping ErrBadRecord is the record's fault.
+	Raw(ctx context.Context, value []byte) (avro.Schema, []byte, error)
+	// Identity returns the identity projection of schema (one per schema:
+	// the writers compile per projection).
+	Identity(schema avro.Schema) (*format.AvroProjection, error)
 }
 
-func decodeAvro(schema avro.Schema, b []byte) (avro.Schema, map[string]any, error) {
-	if b == nil {
+// projections holds the identity projection of each schema a decoder met.
+type projections struct {
+	mu sync.Mutex
+	by map[avro.Schema]*format.AvroProjection
+}
+
+func (p *projections) Identity(schema avro.Schema) (*format.AvroProjection, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr := p.by[schema]; pr != nil {
+		return pr, nil
+	}
+	pr, err := format.NewAvroProjection(schema, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if p.by == nil {
+		p.by = map[avro.Schema]*format.AvroProjection{}
+	}
+	p.by[schema] = pr
+	return pr, nil
+}
+
+// avroFileDecoder decodes unframed Avro binary with one fixed schema.
+type avroFileDecoder struct {
+	schema avro.Schema
+	projections
+}
+
+func (d *avroFileDecoder) Raw(_ context.Context, value []byte) (avro.Schema, []byte, error) {
+	if value == nil {
 		return nil, nil, badRecord("null value (a tombstone) has no Avro fields")
 	}
+	return d.schema, value, nil
+}
+
+func (d *avroFileDecoder) Decode(ctx context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
+	return decodeAvro(ctx, d, value)
+}
+
+// genericAvro is hamba/avro's generic decoder with a bound on what one
+// count in a record may allocate.
+var genericAvro = avro.Config{MaxSliceAllocSize: 1 << 20}.Freeze()
+
+// decodeAvro decodes a value of src as a map. The bytes are scanned first:
+// hamba's generic decoder takes some malformed records (a cut array, an
+// over-long int) and makes nulls of them, where the scan refuses them.
+func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema, map[string]any, error) {
+	schema, body, err := src.Raw(ctx, value)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := src.Identity(schema)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.Scan(&format.AvroRow{}, body); err != nil {
+		return nil, nil, badRecord("%v", err)
+	}
 	var v map[string]any
-	if err := avro.Unmarshal(schema, b, &v); err != nil {
+	if err := genericAvro.Unmarshal(schema, body, &v); err != nil {
 		return nil, nil, badRecord("avro: %v", err)
 	}
 	return schema, v, nil
@@ -78,6 +140,7 @@ func decodeAvro(schema avro.Schema, b []byte) (avro.Schema, map[string]any, erro
 // registryDecoder decodes Confluent-framed Avro: 0x00, a 4-byte big-endian
 // schema id, Avro binary. Schemas are fetched once per id.
 type registryDecoder struct {
+	projections
 	cl *sr.Client
 	mu sync.Mutex
 	// cache holds parsed schemas by id (guarded by mu); a registry never
@@ -94,6 +157,10 @@ func newRegistryDecoder(url string) (*registryDecoder, error) {
 }
 
 func (d *registryDecoder) Decode(ctx context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
+	return decodeAvro(ctx, d, value)
+}
+
+func (d *registryDecoder) Raw(ctx context.Context, value []byte) (avro.Schema, []byte, error) {
 	if len(value) < 5 || value[0] != 0 {
 		return nil, nil, badRecord("not Confluent-framed Avro (want 0x00 and a 4-byte schema id, got %d bytes%s)", len(value), magicNote(value))
 	}
@@ -102,7 +169,7 @@ func (d *registryDecoder) Decode(ctx context.Context, _, value []byte) (avro.Sch
 	if err != nil {
 		return nil, nil, err
 	}
-	return decodeAvro(s, value[5:])
+	return s, value[5:], nil
 }
 
 func magicNote(b []byte) string {

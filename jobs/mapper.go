@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 	"github.com/hamba/avro/v2"
 )
@@ -196,6 +197,9 @@ func (m *selectMapper) Map(rec *Record, emit func(map[string]any) error) error {
 type where struct {
 	src  string
 	prog *vm.Program
+	// names are the identifiers the filter names: the fields the columnar
+	// path decodes for it.
+	names []string
 }
 
 func compileWhere(src string) (*where, error) {
@@ -203,7 +207,23 @@ func compileWhere(src string) (*where, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &where{src: src, prog: p}, nil
+	w := &where{src: src, prog: p}
+	node := p.Node()
+	ast.Walk(&node, identifiers{seen: map[string]bool{}, names: &w.names})
+	return w, nil
+}
+
+// identifiers collects the names of identifier nodes.
+type identifiers struct {
+	seen  map[string]bool
+	names *[]string
+}
+
+func (v identifiers) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok && !v.seen[id.Value] {
+		v.seen[id.Value] = true
+		*v.names = append(*v.names, id.Value)
+	}
 }
 
 // keep evaluates the filter over a row's fields.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/inputformat"
@@ -156,6 +157,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	}
 	rep.Attempt = w.Attempt().ID()
 	t := &taskRun{l: l, rep: &rep, w: w, dec: dec, mapper: mapper, split: s}
+	t.src = columnarSource(dec, mapper)
 	defer func() {
 		// Recovery (another run's) removes an attempt whose split another
 		// attempt committed, or whose lease expired: the split is done, or
@@ -267,6 +269,129 @@ type taskRun struct {
 	dl        filesystem.File
 	dlPath    string
 	committed bool
+
+	// The columnar path (src non-nil): Avro values go to the writers as
+	// bytes, through a projection per input schema, with no map.
+	src      avroSource
+	projs    map[avro.Schema]*format.AvroProjection
+	row      format.AvroRow
+	whereFor *format.AvroProjection
+	whereEnv map[string]any
+	whereIdx []int // In fields the filter names
+}
+
+// columnarSource returns dec as an avroSource when the record can take
+// the columnar path: Avro values, and a built-in mapper (identity, where,
+// select) that only keeps and renames fields. A custom mapper sees maps.
+func columnarSource(dec Decoder, m Mapper) avroSource {
+	src, ok := dec.(avroSource)
+	if !ok {
+		return nil
+	}
+	switch m.(type) {
+	case identity, *selectMapper:
+		return src
+	}
+	return nil
+}
+
+// projection returns the projection of records of schema through the
+// mapper.
+func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error) {
+	if p := t.projs[schema]; p != nil {
+		return p, nil
+	}
+	out, err := t.schemas.get(t.mapper, schema)
+	if err != nil {
+		return nil, err
+	}
+	var p *format.AvroProjection
+	if sm, ok := t.mapper.(*selectMapper); ok {
+		rec := schema.(*avro.RecordSchema)
+		pairs := sm.pairsFor(fieldNamesOf(rec))
+		pick := make([]int, len(pairs))
+		for j, pr := range pairs {
+			pick[j] = -1
+			for i, f := range rec.Fields() {
+				if f.Name() == pr[0] {
+					pick[j] = i
+				}
+			}
+		}
+		p, err = format.NewAvroProjection(schema, out, pick)
+	} else {
+		p, err = t.src.Identity(schema)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if t.projs == nil {
+		t.projs = map[avro.Schema]*format.AvroProjection{}
+	}
+	t.projs[schema] = p
+	return p, nil
+}
+
+func fieldNamesOf(rec *avro.RecordSchema) []string {
+	names := make([]string, len(rec.Fields()))
+	for i, f := range rec.Fields() {
+		names[i] = f.Name()
+	}
+	return names
+}
+
+// mapColumnar is mapRecord's columnar path.
+func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
+	schema, body, err := t.src.Raw(ctx, r.Value)
+	if err != nil {
+		return err
+	}
+	p, err := t.projection(schema)
+	if err != nil {
+		return err
+	}
+	if err := p.Scan(&t.row, body); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	if w := t.l.where; w != nil {
+		keep, err := w.keep(t.whereRow(p))
+		if err != nil {
+			return err
+		}
+		if !keep {
+			t.rep.Filtered++
+			return nil
+		}
+	}
+	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	if err := t.w.WriteAvro(&t.row, meta); err != nil {
+		return err
+	}
+	t.rep.RowsOut++
+	return nil
+}
+
+// whereRow returns the filter's view of the row: the In fields it names,
+// decoded as the map path decodes them. A field that does not decode is
+// left out (the scan accepted the record, so none should).
+func (t *taskRun) whereRow(p *format.AvroProjection) map[string]any {
+	if t.whereFor != p {
+		t.whereFor, t.whereEnv, t.whereIdx = p, map[string]any{}, nil
+		for _, name := range t.l.where.names {
+			if i := p.InIndex(name); i >= 0 {
+				t.whereIdx = append(t.whereIdx, i)
+			}
+		}
+	}
+	for _, i := range t.whereIdx {
+		name := p.In.Fields()[i].Name()
+		if v, err := t.row.InValue(i); err == nil {
+			t.whereEnv[name] = v
+		} else {
+			delete(t.whereEnv, name)
+		}
+	}
+	return t.whereEnv
 }
 
 // record handles one log record; a bad record follows on_bad_record.
@@ -298,6 +423,9 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 }
 
 func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
+	if t.src != nil {
+		return t.mapColumnar(ctx, r)
+	}
 	schema, value, err := t.dec.Decode(ctx, r.Key, r.Value)
 	if err != nil {
 		return err
