@@ -156,15 +156,20 @@ if [ "$SPARK" = 1 ]; then
   if [ "$FRAMED" = 1 ]; then SCHEMA_ARGS=(--registry "$REG"); else SCHEMA_ARGS=(--schema-file "$WORK/pageview.avsc"); fi
   # spark-submit execs the JVM, whose child is the Python driver: /usr/bin/time
   # counts both. Spark binds to loopback only.
-  SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$SPARK_VENV/bin/python" \
-    measure spark "$SPARK_VENV/bin/spark-submit" --master "local[$WORKERS]" --jars "$SPARK_JARS" \
-    --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
-    testdata/bench/spark_load.py --bootstrap "$B" --topic pageviews --offsets "$OFFSETS" \
-    "${SCHEMA_ARGS[@]}" --out "$WORK/spark"
+  spark_submit() {
+    SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$SPARK_VENV/bin/python" \
+      measure "$1" "$SPARK_VENV/bin/spark-submit" --master "local[$WORKERS]" --jars "$SPARK_JARS" \
+      --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+      testdata/bench/spark_load.py "${@:2}"
+  }
+  spark_submit spark --bootstrap "$B" --topic pageviews --offsets "$OFFSETS" "${SCHEMA_ARGS[@]}" --out "$WORK/spark"
   row "Spark $(cat "$SPARK_VENV/.complete") → Parquet-zstd (local[$WORKERS])" "$RECORDS" "$WALL" "$CPU" "$RSS_MB"
   SPARK_CPU=$CPU
   SPARK_OUT_BYTES=$(du -sb "$WORK/spark" | cut -f1)
   check_rows "Spark" "$WORK/spark"
+  log "Spark: its fixed cost (spark_load.py --startup-only)"
+  spark_submit spark-startup --startup-only
+  SPARK_STARTUP="Spark's fixed cost, in the row above: $WALL s wall, $CPU CPU-s (a one-row job)"
 fi
 
 mb() { python3 -c "print(f'{$1 / 1e6:.1f}')"; }
@@ -175,6 +180,7 @@ echo "| reader | records/s | MB/s of input | CPU-s | records per CPU-s | peak RS
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for r in "${ROWS[@]}"; do echo "$r"; done
 echo
+[ -z "${SPARK_STARTUP:-}" ] || { echo "$SPARK_STARTUP"; echo; }
 python3 -c "
 def aim(ok): return 'met' if ok else 'NOT met'
 r = $LOAD_RATE / $FETCH_RATE

@@ -11,7 +11,9 @@ Run by load.sh through spark-submit with the Kafka source and spark-avro jars:
   spark-submit --master local[2] --jars ... spark_load.py \
     --bootstrap 127.0.0.1:9092 --topic pageviews --offsets '{"0":[0,1250000],...}' \
     --registry http://127.0.0.1:8081 --out /tmp/x/spark
-  (or --schema-file pageview.avsc --unframed for bare Avro values)
+  (or --schema-file pageview.avsc for bare Avro values)
+With --startup-only it starts and stops a session around a one-row job: the
+fixed cost (JVM, Spark, Python driver) that every load above pays once.
 """
 
 import argparse
@@ -30,16 +32,35 @@ def registry_schema(url, subject):
         return json.load(r)["schema"]
 
 
+def session():
+    spark = (SparkSession.builder.appName("sluice-bench-spark-load")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.enabled", "false")
+             # Avro timestamp-millis stays millis (the loader writes the same), not INT96.
+             .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--offsets", required=True,
-                    help='JSON {"partition": [start, end), ...}: the ranges to load')
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--topic")
+    ap.add_argument("--offsets", help='JSON {"partition": [start, end), ...}: the ranges to load')
     ap.add_argument("--registry", help="schema registry URL (values are Confluent-framed)")
     ap.add_argument("--schema-file", help="Avro schema (.avsc) of unframed values")
-    ap.add_argument("--out", required=True, help="output directory (replaced)")
+    ap.add_argument("--out", help="output directory (replaced)")
+    ap.add_argument("--startup-only", action="store_true", help="only start and stop Spark")
     a = ap.parse_args()
+    if a.startup_only:
+        spark = session()
+        spark.range(1).count()
+        spark.stop()
+        return
+    for need in ("bootstrap", "topic", "offsets", "out"):
+        if getattr(a, need) is None:
+            sys.exit(f"spark_load.py: --{need} is required")
     if (a.registry is None) == (a.schema_file is None):
         sys.exit("spark_load.py: give exactly one of --registry or --schema-file")
     if a.registry:
@@ -52,14 +73,7 @@ def main():
     starting = json.dumps({a.topic: {str(p): s for p, (s, _) in ranges.items()}})
     ending = json.dumps({a.topic: {str(p): e for p, (_, e) in ranges.items()}})
 
-    spark = (SparkSession.builder.appName("sluice-bench-spark-load")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.ui.enabled", "false")
-             # Avro timestamp-millis stays millis (the loader writes the same), not INT96.
-             .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("WARN")
-
+    spark = session()
     raw = (spark.read.format("kafka")
            .option("kafka.bootstrap.servers", a.bootstrap)
            .option("subscribe", a.topic)
