@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/writers/format"
 )
 
 // ErrPartition reports a record whose partition cannot be derived, or a bad
@@ -71,11 +75,88 @@ func (p *Partitioner) Dir(value map[string]any, logTime time.Time) (string, erro
 			return "", err
 		}
 	}
-	t = t.In(p.location)
-	if p.by == ByDay {
-		return t.Format("dt=2006-01-02"), nil
+	return p.dirAt(t, nil), nil
+}
+
+// dirCache remembers the directory of the last UTC hour or day a writer
+// saw: records arrive roughly in time order, so most of them need no
+// formatting.
+type dirCache struct {
+	key int64
+	dir string
+	ok  bool
+}
+
+func (p *Partitioner) dirAt(t time.Time, c *dirCache) string {
+	var key int64
+	cached := c != nil && p.location == time.UTC
+	if cached {
+		span := int64(3600)
+		if p.by == ByDay {
+			span = 86400
+		}
+		sec := t.Unix()
+		key = sec / span
+		if sec < 0 && sec%span != 0 {
+			key--
+		}
+		if c.ok && c.key == key {
+			return c.dir
+		}
 	}
-	return t.Format("dt=2006-01-02/hr=15"), nil
+	t = t.In(p.location)
+	dir := t.Format("dt=2006-01-02/hr=15")
+	if p.by == ByDay {
+		dir = t.Format("dt=2006-01-02")
+	}
+	if cached {
+		*c = dirCache{key: key, dir: dir, ok: true}
+	}
+	return dir
+}
+
+// dirRow is Dir for a row of the columnar path; outIdx is the index of
+// the time field's first name in the row's Out fields (-1: not there).
+func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time, c *dirCache) (string, error) {
+	if p == nil || p.by == ByNone {
+		return "", nil
+	}
+	if p.field == nil {
+		return p.dirAt(logTime, c), nil
+	}
+	if outIdx < 0 {
+		_, err := p.fieldTime(map[string]any{})
+		return "", err
+	}
+	i := row.P.Pick[outIdx]
+	if len(p.field) == 1 {
+		if t, ok := row.InTime(i); ok {
+			return p.dirAt(t, c), nil
+		}
+	}
+	v, err := row.InValue(i)
+	if err != nil {
+		return "", err
+	}
+	t, err := p.fieldTime(map[string]any{p.field[0]: v})
+	if err != nil {
+		return "", err
+	}
+	return p.dirAt(t, c), nil
+}
+
+// outIndex returns the index of the time field's first name among out's
+// fields, or -1.
+func (p *Partitioner) outIndex(out *avro.RecordSchema) int {
+	if p == nil || p.field == nil {
+		return -1
+	}
+	for j, f := range out.Fields() {
+		if f.Name() == p.field[0] {
+			return j
+		}
+	}
+	return -1
 }
 
 func (p *Partitioner) fieldTime(value map[string]any) (time.Time, error) {

@@ -44,6 +44,11 @@ type SplitWriter struct {
 	// finished: committed, lost or aborted (a commit refused with
 	// ErrNotChained is not finished and may be retried)
 	finished bool
+	// the columnar path: the time field's index in the Out fields of
+	// timeIdxFor, and the last partition directory
+	timeIdxFor *format.AvroProjection
+	timeIdx    int
+	dirs       dirCache
 }
 
 type openFile struct {
@@ -78,36 +83,89 @@ func (w *SplitWriter) Attempt() *Attempt { return w.attempt }
 // A value that does not fit the schema returns an error wrapping
 // format.ErrBadValue and is not written; the writer stays usable.
 func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta format.Meta) error {
-	if w.closed {
-		return fmt.Errorf("%w: write after commit or abort", ErrSplit)
-	}
-	if meta.Topic == "" {
-		meta.Topic = w.split.Topic
-		meta.Partition = w.split.Partition
-	}
-	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
-		return fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
-	}
-	if err := w.attempt.renewIfDue(); err != nil {
+	meta, err := w.check(meta)
+	if err != nil {
 		return err
 	}
 	dir, err := w.cfg.Partitioner.Dir(value, meta.Timestamp)
 	if err != nil {
 		return err
 	}
+	of, err := w.fileFor(dir, schema, meta.Offset)
+	if err != nil {
+		return err
+	}
+	return w.wrote(of, of.fw.Write(value, meta), meta.Offset)
+}
+
+// WriteAvro adds one record given as Avro binary that its projection's
+// Scan accepted: the columnar path, which makes no map[string]any for the
+// Parquet and Avro formats (JSON lines decode the row as a map). The file's
+// schema is the projection's Out. Errors are those of Write.
+func (w *SplitWriter) WriteAvro(row *format.AvroRow, meta format.Meta) error {
+	meta, err := w.check(meta)
+	if err != nil {
+		return err
+	}
+	if w.timeIdxFor != row.P {
+		w.timeIdxFor, w.timeIdx = row.P, w.cfg.Partitioner.outIndex(row.P.Out)
+	}
+	dir, err := w.cfg.Partitioner.dirRow(row, w.timeIdx, meta.Timestamp, &w.dirs)
+	if err != nil {
+		return err
+	}
+	of, err := w.fileFor(dir, row.P.Out, meta.Offset)
+	if err != nil {
+		return err
+	}
+	if rw, ok := of.fw.(format.AvroRowWriter); ok {
+		return w.wrote(of, rw.WriteAvroRow(row, meta), meta.Offset)
+	}
+	value, err := row.Map()
+	if err == nil {
+		err = of.fw.Write(value, meta)
+	}
+	return w.wrote(of, err, meta.Offset)
+}
+
+// check refuses a write out of the split's order and renews the lease.
+func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
+	if w.closed {
+		return meta, fmt.Errorf("%w: write after commit or abort", ErrSplit)
+	}
+	if meta.Topic == "" {
+		meta.Topic = w.split.Topic
+		meta.Partition = w.split.Partition
+	}
+	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
+		return meta, fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	}
+	return meta, w.attempt.renewIfDue()
+}
+
+// fileFor returns the open file of dir for records of schema, rotating
+// one of another schema.
+func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*openFile, error) {
 	of := w.open[dir]
 	if of != nil && !sameSchema(of, schema) {
 		if err := w.closeFile(of); err != nil {
-			return err
+			return nil, err
 		}
 		of = nil
 	}
 	if of == nil {
-		if of, err = w.openFile(dir, schema, meta.Offset); err != nil {
-			return err
+		var err error
+		if of, err = w.openFile(dir, schema, offset); err != nil {
+			return nil, err
 		}
 	}
-	if err := of.fw.Write(value, meta); err != nil {
+	return of, nil
+}
+
+// wrote accounts for a record written to of (err nil) or refused, and
+// rotates a full file.
+func (w *SplitWriter) wrote(of *openFile, err error, offset int64) error {
+	if err != nil {
 		if of.fw.Records() == 0 && errors.Is(err, format.ErrBadValue) {
 			// keep the empty file: it will take the next record
 			of.first = -1
@@ -115,10 +173,10 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 		return err
 	}
 	if of.first < 0 {
-		of.first = meta.Offset
+		of.first = offset
 	}
-	of.last = meta.Offset
-	w.last = meta.Offset
+	of.last = offset
+	w.last = offset
 	if (w.cfg.MaxRecords > 0 && of.fw.Records() >= w.cfg.MaxRecords) ||
 		(w.cfg.MaxFileBytes > 0 && of.fw.Bytes() >= w.cfg.MaxFileBytes) {
 		return w.closeFile(of)

@@ -17,8 +17,10 @@ type avroWriter struct {
 	schema  avro.Schema
 	rec     *avro.Encoder
 	buf     bytes.Buffer
+	scratch []byte // a row of WriteAvroRow
 	meta    bool
 	micros  bool
+	fp      [32]byte // of the rows' schema (before the metadata fields)
 	records int64
 	pending int64 // records since the last block reached the writer
 	lastN   int64
@@ -79,6 +81,7 @@ func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, 
 	if schema.Type() != avro.Record {
 		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
 	}
+	fp := schema.Fingerprint() // of the rows' schema, without the metadata fields
 	if opts.MetadataColumns {
 		var err error
 		if schema, err = WithMetadataFields(schema, opts.TimestampMicros); err != nil {
@@ -91,7 +94,7 @@ func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, 
 	if err != nil {
 		return nil, fmt.Errorf("format: avro: %w", err)
 	}
-	a := &avroWriter{cw: cw, enc: enc, schema: schema, meta: opts.MetadataColumns, micros: opts.TimestampMicros}
+	a := &avroWriter{cw: cw, enc: enc, schema: schema, meta: opts.MetadataColumns, micros: opts.TimestampMicros, fp: fp}
 	a.rec = avro.NewEncoderForSchema(schema, &a.buf)
 	a.lastN = cw.n
 	return a, nil
@@ -119,7 +122,49 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 			return fmt.Errorf("%w: %v", ErrBadValue, err)
 		}
 	}
-	if _, err := a.enc.Write(a.buf.Bytes()); err != nil {
+	return a.put(a.buf.Bytes())
+}
+
+// WriteAvroRow writes a row scanned by its projection: the bytes of its
+// fields, in Out's order, then the metadata fields. Nothing is decoded.
+func (a *avroWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
+	if row.P.Out.Fingerprint() != a.fp {
+		return fmt.Errorf("format: avro: a row of schema %s in a file of another schema", row.P.Out.FullName())
+	}
+	b := a.scratch[:0]
+	for _, i := range row.P.Pick {
+		b = append(b, row.field(i)...)
+	}
+	if a.meta {
+		b = appendAvroString(b, meta.Topic)
+		b = appendAvroLong(b, int64(meta.Partition))
+		b = appendAvroLong(b, meta.Offset)
+		if a.micros {
+			b = appendAvroLong(b, meta.Timestamp.UnixMicro())
+		} else {
+			b = appendAvroLong(b, meta.Timestamp.UnixMilli())
+		}
+	}
+	a.scratch = b
+	return a.put(b)
+}
+
+func appendAvroLong(b []byte, x int64) []byte {
+	u := uint64(x<<1) ^ uint64(x>>63)
+	for u >= 0x80 {
+		b = append(b, byte(u)|0x80)
+		u >>= 7
+	}
+	return append(b, byte(u))
+}
+
+func appendAvroString(b []byte, s string) []byte {
+	return append(appendAvroLong(b, int64(len(s))), s...)
+}
+
+// put hands one encoded record to the file.
+func (a *avroWriter) put(rec []byte) error {
+	if _, err := a.enc.Write(rec); err != nil {
 		return fmt.Errorf("format: avro: %w", err)
 	}
 	a.records++

@@ -65,6 +65,19 @@ type Writer interface {
 	Close() error
 }
 
+// AvroRowWriter is a Writer that also takes rows as Avro binary (the
+// columnar path): Parquet decodes them straight into its column builders,
+// Avro copies their bytes. The row's projection's Out schema must be the
+// file's schema.
+type AvroRowWriter interface {
+	Writer
+	// WriteAvroRow appends a row that its projection's Scan accepted. A
+	// value that does not fit (a decimal over 38 digits or a malformed uuid,
+	// for Parquet) is an error wrapping ErrBadValue; the row is not written
+	// and the writer stays usable.
+	WriteAvroRow(row *AvroRow, meta Meta) error
+}
+
 // Extension returns the file name extension (without the dot) for opts.
 func (o Options) Extension() string {
 	switch o.Kind {

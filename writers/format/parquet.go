@@ -21,13 +21,17 @@ type parquetWriter struct {
 	fns      []appendFn
 	puts     []func(v any) error // fns bound to their top-level builders
 	names    []string
+	fp       [32]byte // of the record schema
 	nfields  int
 	meta     bool
 	tsMicros bool
 	groupLen int
-	pending  int
-	records  int64
-	flushed  int64 // rows in written row groups
+	// avro: the compiled decoders of the projections written so far (the
+	// columnar path), by projection.
+	avro    map[*AvroProjection]*parquetAvro
+	pending int
+	records int64
+	flushed int64 // rows in written row groups
 }
 
 // zstdLevel is the zstd level of Parquet pages: 1 (klauspost's
@@ -111,7 +115,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	mem := newRecycler(256 << 20)
 	pw := &parquetWriter{
 		cw: cw, fw: fw, rb: array.NewRecordBuilder(mem, as), mem: mem,
-		fns: fns, names: fieldNames(rec), nfields: nfields, meta: opts.MetadataColumns,
+		fns: fns, names: fieldNames(rec), fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen,
 	}
 	pw.puts = make([]func(any) error, len(fns))
@@ -127,6 +131,11 @@ func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
 			return errors.Join(err, p.recoverRow())
 		}
 	}
+	p.appendMeta(meta)
+	return p.rowDone()
+}
+
+func (p *parquetWriter) appendMeta(meta Meta) {
 	if p.meta {
 		n := p.nfields
 		p.rb.Field(n).(*array.StringBuilder).Append(meta.Topic)
@@ -138,12 +147,70 @@ func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
 		}
 		p.rb.Field(n + 3).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
 	}
+}
+
+func (p *parquetWriter) rowDone() error {
 	p.pending++
 	p.records++
 	if p.pending >= p.groupLen {
 		return p.flush()
 	}
 	return nil
+}
+
+// parquetAvro is a projection compiled against the writer's columns.
+type parquetAvro struct {
+	cols   []colFn  // per Out field, into its top-level builder
+	strict []scanFn // per Out field: nil, or the checks beyond the scan
+}
+
+func (p *parquetWriter) compileAvro(proj *AvroProjection) (*parquetAvro, error) {
+	if pa := p.avro[proj]; pa != nil {
+		return pa, nil
+	}
+	if proj.Out.Fingerprint() != p.fp {
+		return nil, fmt.Errorf("format: parquet: a row of schema %s in a file of another schema", proj.Out.FullName())
+	}
+	pa := &parquetAvro{cols: make([]colFn, len(proj.Pick)), strict: make([]scanFn, len(proj.Pick))}
+	for j, i := range proj.Pick {
+		f := proj.In.Fields()[i]
+		fn, err := compileCol(f.Type(), p.rb.Field(j), f.Name())
+		if err != nil {
+			return nil, err
+		}
+		pa.cols[j] = fn
+		if needsStrict(f.Type(), 0) {
+			if pa.strict[j], err = compileScan(f.Type(), f.Name(), 0, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.avro == nil {
+		p.avro = map[*AvroProjection]*parquetAvro{}
+	}
+	p.avro[proj] = pa
+	return pa, nil
+}
+
+// WriteAvroRow appends a row scanned by its projection, decoding its
+// fields straight into the column builders.
+func (p *parquetWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
+	pa, err := p.compileAvro(row.P)
+	if err != nil {
+		return err
+	}
+	for j, chk := range pa.strict {
+		if chk != nil {
+			if _, err := chk(row.Body, row.start(row.P.Pick[j])); err != nil {
+				return fmt.Errorf("%w: field %q: %v", ErrBadValue, row.P.Out.Fields()[j].Name(), err)
+			}
+		}
+	}
+	for j, fn := range pa.cols {
+		fn(row.Body, row.start(row.P.Pick[j]))
+	}
+	p.appendMeta(meta)
+	return p.rowDone()
 }
 
 // recoverRow drops a half-appended row: the good rows are written as a row
