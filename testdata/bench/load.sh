@@ -68,16 +68,21 @@ for _ in $(seq 100); do "$SLUICE" topics list --bootstrap "$B" >/dev/null 2>&1 &
 
 if [ "$FRAMED" = 1 ]; then
   log "producing $RECORDS Avro page views, Confluent-framed (schema registry $REG)"
-  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc" --registry "$REG"
+  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc" --registry "$REG" >"$WORK/loadgen.out"
   DECODE="registry: $REG"
 else
   log "producing $RECORDS Avro page views, unframed"
-  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc"
+  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc" >"$WORK/loadgen.out"
   DECODE="schema_file: pageview.avsc"
 fi
-# The input: the topic's partition logs (batches as produced, zstd) on the broker.
+# The input: the topic's partition logs (batches as produced, zstd) on the broker,
+# what every reader fetches. RAW_BYTES: the records' keys and values before
+# batching and compression, as loadgen counted them.
 INPUT_BYTES=$(cat "$WORK"/data/pageviews-*/*.log | wc -c)
 [ "$INPUT_BYTES" -gt 0 ] || die "no pageviews-*/*.log under $WORK/data: has the broker's layout changed?"
+read -r _ n _ kb _ vb <"$WORK/loadgen.out" || die "loadgen printed no sizes"
+[ "$n" = "$RECORDS" ] || die "loadgen produced $n records, want $RECORDS"
+RAW_BYTES=$((kb + vb))
 # The offset ranges every reader loads: [log start, high watermark) per partition.
 OFFSETS=$("$SLUICE" topics describe pageviews --bootstrap "$B" | awk '
   $1 ~ /^[0-9]+$/ && NF >= 6 { printf "%s\"%s\":[%s,%s]", sep, $1, $(NF-1), $NF; sep = "," }
@@ -174,7 +179,7 @@ fi
 
 mb() { python3 -c "print(f'{$1 / 1e6:.1f}')"; }
 echo
-echo "$RECORDS records ($([ "$FRAMED" = 1 ] && echo Confluent-framed || echo unframed) Avro), $PARTITIONS partitions, input $(mb "$INPUT_BYTES") MB on the broker; output: sluice $(mb "$OUT_BYTES") MB Parquet${SPARK_OUT_BYTES:+, Spark $(mb "$SPARK_OUT_BYTES") MB}"
+echo "$RECORDS records ($([ "$FRAMED" = 1 ] && echo Confluent-framed || echo unframed) Avro), $PARTITIONS partitions, input $(mb "$INPUT_BYTES") MB on the broker ($(mb "$RAW_BYTES") MB of keys and values uncompressed); output: sluice $(mb "$OUT_BYTES") MB Parquet${SPARK_OUT_BYTES:+, Spark $(mb "$SPARK_OUT_BYTES") MB}"
 echo
 echo "| reader | records/s | MB/s of input | CPU-s | records per CPU-s | peak RSS MiB |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
@@ -186,7 +191,8 @@ def aim(ok): return 'met' if ok else 'NOT met'
 r = $LOAD_RATE / $FETCH_RATE
 print(f'load / raw fetch rate:               {r:.2f} (aim >= 0.50: {aim(r >= 0.5)})')
 m = $INPUT_BYTES / 1e6 / $LOAD_CPU
-print(f'load MB of input per CPU-second:     {m:.1f} (aim >= 100: {aim(m >= 100)})')
+u = $RAW_BYTES / 1e6 / $LOAD_CPU
+print(f'load MB of input per CPU-second:     {m:.1f} (aim >= 100: {aim(m >= 100)}); uncompressed keys and values: {u:.1f}')
 spark_cpu = '${SPARK_CPU:-}'
 if spark_cpu:
     x = float(spark_cpu) / $LOAD_CPU

@@ -6,6 +6,7 @@
 // frames each value the Confluent way (0x00, the 4-byte big-endian schema id,
 // then the Avro binary), as producers using a schema registry do; without it
 // the values are bare Avro binary (read with the schema of --schema-out).
+// On success it prints one line: records N key_bytes K value_bytes V.
 //
 //	go run ./testdata/bench/loadgen --bootstrap 127.0.0.1:9092 --topic pv --records 5000000 --registry http://127.0.0.1:8081
 package main
@@ -75,6 +76,7 @@ func main() {
 	}
 	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	errs := make(chan error, 1)
+	var keyBytes, valueBytes int64
 	for i := 0; i < *records; i++ {
 		user := rng.Int63n(1_000_000)
 		v := map[string]any{
@@ -93,7 +95,10 @@ func main() {
 		if header != nil {
 			b = append(append(make([]byte, 0, len(header)+len(b)), header...), b...)
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: *topic, Key: []byte(fmt.Sprint(user)), Value: b, Timestamp: v["ts"].(time.Time)},
+		key := []byte(fmt.Sprint(user))
+		keyBytes += int64(len(key))
+		valueBytes += int64(len(b))
+		cl.Produce(ctx, &kgo.Record{Topic: *topic, Key: key, Value: b, Timestamp: v["ts"].(time.Time)},
 			func(_ *kgo.Record, err error) {
 				if err != nil {
 					select {
@@ -111,6 +116,8 @@ func main() {
 		fail(err)
 	default:
 	}
+	// The sizes before batching and compression, for load.sh's MB of input.
+	fmt.Printf("records %d key_bytes %d value_bytes %d\n", *records, keyBytes, valueBytes)
 }
 
 // register puts the schema under subject in the registry at url and returns
