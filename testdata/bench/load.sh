@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # load.sh — what loading costs next to fetching: the same Avro page-view topic
-# read three ways on this machine, in one run:
+# (Confluent-framed through the broker's embedded schema registry) read three
+# ways on this machine, in one run:
 #   1. `sluice bench consume` — the raw fetch rate of franz-go (no decode, no write);
 #   2. `sluice load run`      — decode, map (identity), Parquet-zstd by hour on local disk, commit;
-#   3. Apache Spark           — optional (SPARK=1 and pyspark installed); not run by default.
-# Prints records/s, MB/s of input, CPU-seconds and peak RSS for each, and
-# the load's share of the raw fetch rate.
+#   3. Apache Spark           — testdata/bench/spark_load.py: PySpark's batch Kafka source over
+#                               the same explicit offset ranges, from_avro, Parquet-zstd by dt/hr,
+#                               spark-submit --master local[$WORKERS].
+# Prints records/s, MB/s of input, CPU-seconds, records per CPU-second and peak
+# RSS for each, and the issue's three aims as ratios. Both loads' outputs are
+# read back (pyarrow) and must hold exactly RECORDS rows, else the script fails.
 #
-# Not part of `make test`. Usage (from anywhere in the repo):
-#   testdata/bench/load.sh                      # 5M records (a few minutes on 2 cores)
+# Not part of `make test`. The first run with Spark installs PySpark and two
+# connector jars under testdata/.cache (testdata/bench/spark/install.sh, ~3 min).
+# Usage (from anywhere in the repo):
+#   testdata/bench/load.sh                      # 5M records (several minutes on 2 cores)
 #   RECORDS=1000000 testdata/bench/load.sh      # quicker
-# Environment: RECORDS, PARTITIONS (default 4), WORKERS (default 2), KEEP=1 keeps the work directory.
+# Environment: RECORDS, PARTITIONS (default 4), WORKERS (default 2: loader workers
+# and Spark cores), SPARK=0 skips Spark, FRAMED=0 produces bare Avro (schema_file),
+# KEEP=1 keeps the work directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,10 +26,22 @@ cd "$ROOT"
 RECORDS=${RECORDS:-5000000}
 PARTITIONS=${PARTITIONS:-4}
 WORKERS=${WORKERS:-2}
+SPARK=${SPARK:-1}
+FRAMED=${FRAMED:-1}
 
 log() { echo "[load-bench] $*" >&2; }
 die() { echo "load-bench: $*" >&2; exit 1; }
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time not found (apt-get install time)"
+python3 -c 'import pyarrow.dataset' 2>/dev/null || die "python3 cannot import pyarrow (make deps-python installs it)"
+
+if [ "$SPARK" = 1 ]; then
+  log "Spark: checking its install (testdata/bench/spark/install.sh)"
+  t0=$(date +%s)
+  testdata/bench/spark/install.sh
+  log "Spark: install check took $(($(date +%s) - t0)) s"
+  SPARK_VENV=$ROOT/testdata/.cache/spark-venv
+  SPARK_JARS=$(ls "$ROOT"/testdata/.cache/spark/jars/*.jar | paste -sd, -)
+fi
 
 WORK=$(mktemp -d /tmp/sluice-load-bench.XXXXXX)
 PIDS=()
@@ -40,20 +60,59 @@ SLUICE="$WORK/sluice"
 
 PORT=$(free_port)
 B=127.0.0.1:$PORT
-"$SLUICE" broker --data-dir "$WORK/data" --listen "$B" >"$WORK/broker.log" 2>&1 &
+REG=http://127.0.0.1:$(free_port)
+"$SLUICE" broker --data-dir "$WORK/data" --listen "$B" --registry-listen "${REG#http://}" >"$WORK/broker.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do "$SLUICE" topics list --bootstrap "$B" >/dev/null 2>&1 && break; sleep 0.1; done
 "$SLUICE" topics create pageviews --partitions "$PARTITIONS" --bootstrap "$B" >&2
 
-log "producing $RECORDS Avro page views"
-"$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc"
-INPUT_BYTES=$(du -sb "$WORK/data" | cut -f1)
+if [ "$FRAMED" = 1 ]; then
+  log "producing $RECORDS Avro page views, Confluent-framed (schema registry $REG)"
+  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc" --registry "$REG" >"$WORK/loadgen.out"
+  DECODE="registry: $REG"
+else
+  log "producing $RECORDS Avro page views, unframed"
+  "$WORK/loadgen" --bootstrap "$B" --topic pageviews --records "$RECORDS" --schema-out "$WORK/pageview.avsc" >"$WORK/loadgen.out"
+  DECODE="schema_file: pageview.avsc"
+fi
+# The input: the topic's partition logs (batches as produced, zstd) on the broker,
+# what every reader fetches. RAW_BYTES: the records' keys and values before
+# batching and compression, as loadgen counted them.
+INPUT_BYTES=$(cat "$WORK"/data/pageviews-*/*.log | wc -c)
+[ "$INPUT_BYTES" -gt 0 ] || die "no pageviews-*/*.log under $WORK/data: has the broker's layout changed?"
+read -r _ n _ kb _ vb <"$WORK/loadgen.out" || die "loadgen printed no sizes"
+[ "$n" = "$RECORDS" ] || die "loadgen produced $n records, want $RECORDS"
+RAW_BYTES=$((kb + vb))
+# The offset ranges every reader loads: [log start, high watermark) per partition.
+OFFSETS=$("$SLUICE" topics describe pageviews --bootstrap "$B" | awk '
+  $1 ~ /^[0-9]+$/ && NF >= 6 { printf "%s\"%s\":[%s,%s]", sep, $1, $(NF-1), $NF; sep = "," }
+  END { print "" }')
+OFFSETS="{$OFFSETS}"
+python3 -c "
+import json, sys
+r = json.loads(sys.argv[1]); n = sum(e - s for s, e in r.values())
+sys.exit(0 if len(r) == $PARTITIONS and n == $RECORDS else f'load-bench: offsets {r} hold {n} records, want $RECORDS in $PARTITIONS partitions')" "$OFFSETS"
+log "offset ranges: $OFFSETS"
+
+# check_rows NAME DIR: the Parquet dataset under DIR (hive dt=/hr= directories;
+# names starting with _ or ., such as _sluice and _SUCCESS, are not data) must
+# hold RECORDS rows, each (_partition, _offset) once: no record lost or doubled.
+check_rows() {
+  local n
+  n=$(python3 -c "
+import pyarrow.dataset as ds, sys
+t = ds.dataset(sys.argv[1], format='parquet', partitioning='hive').to_table(columns=['_partition', '_offset'])
+print(t.num_rows, t.group_by(['_partition', '_offset']).aggregate([]).num_rows)" "$2")
+  [ "$n" = "$RECORDS $RECORDS" ] ||
+    die "$1 wrote (rows, distinct offsets) = ($n) to $2, want $RECORDS of each: the benchmark would be void"
+  log "$1: $RECORDS rows, each offset once, read back from $2"
+}
 
 # measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL, CPU, RSS_MB.
 measure() {
   local name=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$WORK/$name.time" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" ||
-    { cat "$WORK/$name.err" >&2; die "$name failed"; }
+    { tail -n 40 "$WORK/$name.err" >&2; die "$name failed (its stderr: $WORK/$name.err; KEEP=1 keeps it)"; }
   read -r WALL U S RSS <"$WORK/$name.time"
   CPU=$(python3 -c "print(round($U + $S, 2))")
   RSS_MB=$((RSS / 1024))
@@ -79,7 +138,7 @@ source:
   max_records_per_task: 1000000
 decode:
   format: avro
-  schema_file: pageview.avsc
+  $DECODE
 partition:
   by: hour
   time_field: ts
@@ -93,17 +152,49 @@ log "load: sluice load run (Parquet-zstd, $WORKERS workers)"
 measure load "$SLUICE" load run "$WORK/job.yaml" --workers "$WORKERS" --quiet
 row "sluice load run → Parquet-zstd" "$RECORDS" "$WALL" "$CPU" "$RSS_MB"
 LOAD_RATE=$(python3 -c "print($RECORDS / $WALL)")
+LOAD_CPU=$CPU
 OUT_BYTES=$(du -sb --exclude=_sluice "$WORK/warehouse" | cut -f1)
+check_rows "sluice load run" "$WORK/warehouse"
 
-if [ "${SPARK:-0}" = 1 ]; then
-  log "Spark: not wired in this version of the script (see the README)"
+if [ "$SPARK" = 1 ]; then
+  log "Spark: spark-submit --master local[$WORKERS] spark_load.py (Parquet-zstd by dt/hr)"
+  if [ "$FRAMED" = 1 ]; then SCHEMA_ARGS=(--registry "$REG"); else SCHEMA_ARGS=(--schema-file "$WORK/pageview.avsc"); fi
+  # spark-submit execs the JVM, whose child is the Python driver: /usr/bin/time
+  # counts both. Spark binds to loopback only.
+  spark_submit() {
+    SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$SPARK_VENV/bin/python" \
+      measure "$1" "$SPARK_VENV/bin/spark-submit" --master "local[$WORKERS]" --jars "$SPARK_JARS" \
+      --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+      testdata/bench/spark_load.py "${@:2}"
+  }
+  spark_submit spark --bootstrap "$B" --topic pageviews --offsets "$OFFSETS" "${SCHEMA_ARGS[@]}" --out "$WORK/spark"
+  row "Spark $(cat "$SPARK_VENV/.complete") → Parquet-zstd (local[$WORKERS])" "$RECORDS" "$WALL" "$CPU" "$RSS_MB"
+  SPARK_CPU=$CPU
+  SPARK_OUT_BYTES=$(du -sb "$WORK/spark" | cut -f1)
+  check_rows "Spark" "$WORK/spark"
+  log "Spark: its fixed cost (spark_load.py --startup-only)"
+  spark_submit spark-startup --startup-only
+  SPARK_STARTUP="Spark's fixed cost, in the row above: $WALL s wall, $CPU CPU-s (a one-row job)"
 fi
 
+mb() { python3 -c "print(f'{$1 / 1e6:.1f}')"; }
 echo
-echo "$RECORDS records, $PARTITIONS partitions, input $((INPUT_BYTES / 1000000)) MB on the broker, output $((OUT_BYTES / 1000000)) MB Parquet"
+echo "$RECORDS records ($([ "$FRAMED" = 1 ] && echo Confluent-framed || echo unframed) Avro), $PARTITIONS partitions, input $(mb "$INPUT_BYTES") MB on the broker ($(mb "$RAW_BYTES") MB of keys and values uncompressed); output: sluice $(mb "$OUT_BYTES") MB Parquet${SPARK_OUT_BYTES:+, Spark $(mb "$SPARK_OUT_BYTES") MB}"
 echo
 echo "| reader | records/s | MB/s of input | CPU-s | records per CPU-s | peak RSS MiB |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for r in "${ROWS[@]}"; do echo "$r"; done
 echo
-python3 -c "print(f'load / raw fetch: {$LOAD_RATE / $FETCH_RATE:.2f} of the fetch rate (wall clock)')"
+[ -z "${SPARK_STARTUP:-}" ] || { echo "$SPARK_STARTUP"; echo; }
+python3 -c "
+def aim(ok): return 'met' if ok else 'NOT met'
+r = $LOAD_RATE / $FETCH_RATE
+print(f'load / raw fetch rate:               {r:.2f} (aim >= 0.50: {aim(r >= 0.5)})')
+m = $INPUT_BYTES / 1e6 / $LOAD_CPU
+u = $RAW_BYTES / 1e6 / $LOAD_CPU
+print(f'load MB of input per CPU-second:     {m:.1f} (aim >= 100: {aim(m >= 100)}); uncompressed keys and values: {u:.1f}')
+spark_cpu = '${SPARK_CPU:-}'
+if spark_cpu:
+    x = float(spark_cpu) / $LOAD_CPU
+    print(f'load / Spark records per CPU-second: {x:.2f} (aim >= 3: {aim(x >= 3)})')
+"
