@@ -41,6 +41,10 @@ type Options struct {
 	Reader inputformat.ReaderOptions
 	// KafkaOptions are extra franz-go options for the source client.
 	KafkaOptions []kgo.Opt
+	// MapPath decodes every record into a map[string]any, as a custom
+	// mapper sees it, even where the columnar path would take it (Avro
+	// values with identity, where or select). Slower; for comparing the two.
+	MapPath bool
 }
 
 // Loader runs one job: it holds the source client, the output store, the

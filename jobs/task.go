@@ -157,7 +157,9 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	}
 	rep.Attempt = w.Attempt().ID()
 	t := &taskRun{l: l, rep: &rep, w: w, dec: dec, mapper: mapper, split: s}
-	t.src = columnarSource(dec, mapper)
+	if !l.opts.MapPath {
+		t.src = columnarSource(dec, mapper)
+	}
 	defer func() {
 		// Recovery (another run's) removes an attempt whose split another
 		// attempt committed, or whose lease expired: the split is done, or

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -16,6 +18,29 @@ func newRootCommand() *cobra.Command {
 		Short:         "A Kafka-protocol log broker and an exactly-once batch loader into HDFS",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	var profile string
+	var stopProfile func()
+	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the command to this file (for `go tool pprof`)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if profile == "" {
+			return nil
+		}
+		f, err := os.Create(profile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if stopProfile != nil {
+			stopProfile()
+		}
 	}
 	root.AddCommand(newVersionCommand())
 	for _, add := range extraCommands {
