@@ -131,4 +131,3 @@ func avroRows(t *testing.T, dir string) []map[string]any {
 	}
 	return out
 }
-
