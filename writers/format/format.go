@@ -29,6 +29,10 @@ type Options struct {
 	Compression string
 	// RowGroupRows is the number of rows per Parquet row group (default 131072).
 	RowGroupRows int
+	// RowGroupBytes ends a Parquet row group before RowGroupRows once its
+	// buffered data reaches this size (default 32 MiB): it bounds the
+	// memory of each open file.
+	RowGroupBytes int64
 	// NoDictionary turns Parquet dictionary encoding off (it is on by default).
 	NoDictionary bool
 	// MetadataColumns adds _topic, _partition, _offset and _timestamp to

@@ -26,6 +26,9 @@ type parquetWriter struct {
 	meta     bool
 	tsMicros bool
 	groupLen int
+	// groupBytes ends a row group early once the builders hold this much
+	// (estimated): what one open file may buffer.
+	groupBytes int64
 	// avro: the compiled decoders of the projections written so far (the
 	// columnar path), by projection.
 	avro    map[*AvroProjection]*parquetAvro
@@ -87,6 +90,10 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	if groupLen <= 0 {
 		groupLen = 128 * 1024
 	}
+	groupBytes := opts.RowGroupBytes
+	if groupBytes <= 0 {
+		groupBytes = 32 << 20
+	}
 	// Dictionary encoding pays off on text; on numbers and timestamps
 	// (mostly distinct) it costs time and falls back to plain anyway.
 	wprops := []parquet.WriterProperty{
@@ -121,7 +128,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	pw := &parquetWriter{
 		cw: cw, fw: fw, rb: array.NewRecordBuilder(mem, as), mem: mem,
 		fns: fns, names: fieldNames(rec), fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
-		tsMicros: opts.TimestampMicros, groupLen: groupLen,
+		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
 	pw.puts = make([]func(any) error, len(fns))
 	for i, fn := range fns {
@@ -171,10 +178,26 @@ func (p *parquetWriter) appendMeta(meta Meta) {
 func (p *parquetWriter) rowDone() error {
 	p.pending++
 	p.records++
-	if p.pending >= p.groupLen {
+	if p.pending >= p.groupLen || (p.pending%1024 == 0 && p.buffered() >= p.groupBytes) {
 		return p.flush()
 	}
 	return nil
+}
+
+// buffered estimates the bytes the builders hold: the text and binary
+// data of the top-level columns plus 8 bytes a value of the others.
+func (p *parquetWriter) buffered() int64 {
+	var n int64
+	for _, b := range p.rb.Fields() {
+		switch bb := b.(type) {
+		case *array.StringBuilder:
+			n += int64(bb.DataLen())
+		case *array.BinaryBuilder:
+			n += int64(bb.DataLen())
+		}
+		n += 8 * int64(b.Len())
+	}
+	return n
 }
 
 // parquetAvro is a projection compiled against the writer's columns.
