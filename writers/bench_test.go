@@ -62,28 +62,31 @@ func BenchmarkWrite(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				res, err := w.Commit(split.End)
-				if err != nil || !res.Won {
-					b.Fatal(res, err)
-				}
-				elapsed := time.Since(start).Seconds()
-				cpu := (cpuTime() - cpu0).Seconds()
-				b.StopTimer()
-				var bytes int64
-				for _, f := range res.Manifest.Files {
-					st, err := fs.Stat(f.Final)
-					if err != nil {
-						b.Fatal(err)
-					}
-					bytes += st.Size
-				}
-				b.ReportMetric(float64(b.N)/elapsed, "records/s")
-				b.ReportMetric(float64(b.N)/cpu, "records/cpu-s")
-				b.ReportMetric(float64(b.N)*float64(rawSize)/cpu/1e6, "in-MB/cpu-s")
-				b.ReportMetric(float64(bytes)/float64(b.N), "out-B/record")
+				commitAndReport(b, w, split.End, start, cpu0, float64(rawSize))
 			})
 		}
 	}
+}
+
+// commitAndReport commits a benchmark's split and reports records/s,
+// records per CPU-second, input MB per CPU-second (recordSize bytes a
+// record) and the committed bytes per record.
+func commitAndReport(b *testing.B, w *SplitWriter, end int64, start time.Time, cpu0 time.Duration, recordSize float64) {
+	res, err := w.Commit(end)
+	if err != nil || !res.Won {
+		b.Fatal(res, err)
+	}
+	elapsed := time.Since(start).Seconds()
+	cpu := (cpuTime() - cpu0).Seconds()
+	b.StopTimer()
+	var out int64
+	for _, f := range res.Manifest.Files {
+		out += f.Bytes
+	}
+	b.ReportMetric(float64(b.N)/elapsed, "records/s")
+	b.ReportMetric(float64(b.N)/cpu, "records/cpu-s")
+	b.ReportMetric(float64(b.N)*recordSize/cpu/1e6, "in-MB/cpu-s")
+	b.ReportMetric(float64(out)/float64(b.N), "out-B/record")
 }
 
 // cpuTime is the process's user + system CPU time: the per-core figures
@@ -172,21 +175,7 @@ func BenchmarkWriteAvro(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			res, err := w.Commit(split.End)
-			if err != nil || !res.Won {
-				b.Fatal(res, err)
-			}
-			elapsed := time.Since(start).Seconds()
-			cpu := (cpuTime() - cpu0).Seconds()
-			b.StopTimer()
-			var out int64
-			for _, f := range res.Manifest.Files {
-				out += f.Bytes
-			}
-			b.ReportMetric(float64(b.N)/elapsed, "records/s")
-			b.ReportMetric(float64(b.N)/cpu, "records/cpu-s")
-			b.ReportMetric(float64(b.N)*float64(size)/float64(distinct)/cpu/1e6, "in-MB/cpu-s")
-			b.ReportMetric(float64(out)/float64(b.N), "out-B/record")
+			commitAndReport(b, w, split.End, start, cpu0, float64(size)/float64(distinct))
 		})
 	}
 }

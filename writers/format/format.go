@@ -30,7 +30,7 @@ type Options struct {
 	// RowGroupRows is the number of rows per Parquet row group (default 131072).
 	RowGroupRows int
 	// RowGroupBytes ends a Parquet row group before RowGroupRows once its
-	// buffered data reaches this size (default 32 MiB): it bounds the
+	// buffered data reaches this size (default 128 MiB): it bounds the
 	// memory of each open file.
 	RowGroupBytes int64
 	// NoDictionary turns Parquet dictionary encoding off (it is on by default).

@@ -97,7 +97,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	}
 	groupBytes := opts.RowGroupBytes
 	if groupBytes <= 0 {
-		groupBytes = 32 << 20
+		groupBytes = 128 << 20
 	}
 	// Dictionary encoding pays off on text; on numbers and timestamps
 	// (mostly distinct) it costs time and falls back to plain anyway.
@@ -350,13 +350,14 @@ func (p *parquetWriter) writeGroup(rec arrow.RecordBatch) error {
 	}
 	for i, col := range rec.Columns() {
 		if p.dict[i] != nil {
-			d := p.dictionary(p.dict[i], col.(*array.String))
-			err := p.fw.WriteColumnData(d)
-			d.Release()
-			if err != nil {
-				return err
+			if d := p.dictionary(p.dict[i], col.(*array.String)); d != nil {
+				err := p.fw.WriteColumnData(d)
+				d.Release()
+				if err != nil {
+					return err
+				}
+				continue
 			}
-			continue
 		}
 		if err := p.fw.WriteColumnData(col); err != nil {
 			return err
@@ -365,11 +366,16 @@ func (p *parquetWriter) writeGroup(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// dictProbe is how many values of a row group's column decide whether it
+// is worth a dictionary (more than half of them distinct: not).
+const dictProbe = 4096
+
 // dictType is the Arrow type of a dictionary column.
 var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
 // dictionary encodes col: memo maps each distinct value to its index (it is
-// cleared first: Parquet dictionaries are per row group).
+// cleared first: Parquet dictionaries are per row group). It returns nil
+// for a column of mostly distinct values.
 func (p *parquetWriter) dictionary(memo map[string]int32, col *array.String) *array.Dictionary {
 	clear(memo)
 	idx := array.NewInt32Builder(p.mem)
@@ -386,6 +392,11 @@ func (p *parquetWriter) dictionary(memo map[string]int32, col *array.String) *ar
 		v := col.Value(j) // a view of the column's buffer
 		k, ok := memo[v]
 		if !ok {
+			if j >= dictProbe && len(memo) > j/2 {
+				// Mostly distinct values: the dictionary would cost more
+				// than it saves; the column goes as it is.
+				return nil
+			}
 			k = int32(vals.Len())
 			vals.Append(v)
 			memo[strings.Clone(v)] = k
