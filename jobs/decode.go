@@ -112,8 +112,9 @@ func (d *avroFileDecoder) Decode(ctx context.Context, _, value []byte) (avro.Sch
 }
 
 // genericAvro is hamba/avro's generic decoder with a bound on what one
-// count in a record may allocate.
-var genericAvro = avro.Config{MaxSliceAllocSize: 1 << 20}.Freeze()
+// count in a record may allocate (the scan before it bounds counts by the
+// record's size; this is the second line).
+var genericAvro = avro.Config{MaxSliceAllocSize: 1 << 24}.Freeze()
 
 // decodeAvro decodes a value of src as a map. The bytes are scanned first:
 // hamba's generic decoder takes some malformed records (a cut array, an
