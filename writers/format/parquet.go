@@ -16,13 +16,16 @@ import (
 )
 
 type parquetWriter struct {
-	cw    *countingWriter
-	fw    *pqarrow.FileWriter
-	rb    *array.RecordBuilder
-	mem   *recycler
-	fns   []appendFn
-	puts  []func(v any) error // fns bound to their top-level builders
-	names []string
+	cw *countingWriter
+	fw *pqarrow.FileWriter // made by start
+	// wprops are the file's properties, until start adds its dictionary
+	// choices.
+	wprops []parquet.WriterProperty
+	rb     *array.RecordBuilder
+	mem    *recycler
+	fns    []appendFn
+	puts   []func(v any) error // fns bound to their top-level builders
+	names  []string
 	// dict holds, per column written as a dictionary, the map of its
 	// values to their indices (nil for the other columns).
 	dict     []map[string]int32
@@ -125,15 +128,15 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	if parquetCodec(opts.Compression) == compress.Codecs.Zstd {
 		wprops = append(wprops, parquet.WithCompressionLevel(zstdLevel))
 	}
-	props := parquet.NewWriterProperties(wprops...)
-	cw := &countingWriter{w: w}
-	fw, err := pqarrow.NewFileWriter(as, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
+	// The file writer is made at the first row group, when it is known
+	// which text columns are worth a dictionary; the schema is checked now.
+	if _, err := pqarrow.ToParquet(as, parquet.NewWriterProperties(wprops...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
 		return nil, fmt.Errorf("format: parquet: %w", err)
 	}
+	cw := &countingWriter{w: w}
 	mem := newRecycler(256 << 20)
 	pw := &parquetWriter{
-		cw: cw, fw: fw, rb: array.NewRecordBuilder(mem, as), mem: mem,
+		cw: cw, wprops: wprops, rb: array.NewRecordBuilder(mem, as), mem: mem,
 		fns: fns, names: fieldNames(rec), fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
@@ -290,6 +293,9 @@ func (p *parquetWriter) recoverRow() error {
 	rec := array.NewRecordBatch(p.rb.Schema(), cols, int64(n))
 	defer rec.Release()
 	p.flushed += int64(n)
+	if err := p.start(); err != nil {
+		return err
+	}
 	return p.fw.Write(rec)
 }
 
@@ -345,24 +351,60 @@ func (p *parquetWriter) flush() error {
 // view's Parquet CPU); given a dictionary it hashes the distinct values
 // once and takes the indices as they are.
 func (p *parquetWriter) writeGroup(rec arrow.RecordBatch) error {
+	dicts := make([]*array.Dictionary, len(rec.Columns()))
+	defer func() {
+		for _, d := range dicts {
+			if d != nil {
+				d.Release()
+			}
+		}
+	}()
+	for i, col := range rec.Columns() {
+		if p.dict[i] != nil {
+			dicts[i] = p.dictionary(p.dict[i], col.(*array.String))
+		}
+	}
+	if p.fw == nil {
+		// The first row group decides: a column of mostly distinct values
+		// goes without a dictionary in this file.
+		for i, d := range dicts {
+			if p.dict[i] != nil && d == nil {
+				p.dict[i] = nil
+				p.wprops = append(p.wprops, parquet.WithDictionaryFor(rec.Schema().Field(i).Name, false))
+			}
+		}
+	}
+	if err := p.start(); err != nil {
+		return err
+	}
 	if err := p.fw.NewRowGroupChecked(); err != nil {
 		return err
 	}
 	for i, col := range rec.Columns() {
-		if p.dict[i] != nil {
-			if d := p.dictionary(p.dict[i], col.(*array.String)); d != nil {
-				err := p.fw.WriteColumnData(d)
-				d.Release()
-				if err != nil {
-					return err
-				}
-				continue
+		if d := dicts[i]; d != nil {
+			if err := p.fw.WriteColumnData(d); err != nil {
+				return err
 			}
+			continue
 		}
 		if err := p.fw.WriteColumnData(col); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// start makes the file writer, once.
+func (p *parquetWriter) start() error {
+	if p.fw != nil {
+		return nil
+	}
+	fw, err := pqarrow.NewFileWriter(p.rb.Schema(), p.cw, parquet.NewWriterProperties(p.wprops...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return fmt.Errorf("format: parquet: %w", err)
+	}
+	p.fw = fw
 	return nil
 }
 
@@ -425,5 +467,8 @@ func (p *parquetWriter) Close() error {
 	err := p.flush()
 	p.rb.Release()
 	p.mem.reset()
+	if serr := p.start(); serr != nil {
+		return errors.Join(err, serr)
+	}
 	return errors.Join(err, p.fw.Close())
 }
