@@ -410,7 +410,7 @@ func (p *parquetWriter) start() error {
 
 // dictProbe is how many values of a row group's column decide whether it
 // is worth a dictionary (more than half of them distinct: not).
-const dictProbe = 4096
+const dictProbe = 16384
 
 // dictType is the Arrow type of a dictionary column.
 var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
