@@ -85,7 +85,7 @@ func (p *projections) Identity(schema avro.Schema) (*format.AvroProjection, erro
 	}
 	pr, err := format.NewAvroProjection(schema, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	if p.by == nil {
 		p.by = map[avro.Schema]*format.AvroProjection{}
@@ -125,11 +125,15 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 		return nil, nil, err
 	}
 	p, err := src.Identity(schema)
-	if err != nil {
+	switch {
+	case errors.Is(err, format.ErrUnsupportedSchema):
+		// Not scannable (a record that contains itself): hamba alone.
+	case err != nil:
 		return nil, nil, err
-	}
-	if err := p.Scan(&format.AvroRow{}, body); err != nil {
-		return nil, nil, badRecord("%v", err)
+	default:
+		if err := p.Scan(&format.AvroRow{}, body); err != nil {
+			return nil, nil, badRecord("%v", err)
+		}
 	}
 	var v map[string]any
 	if err := genericAvro.Unmarshal(schema, body, &v); err != nil {

@@ -325,7 +325,7 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 		p, err = t.src.Identity(schema)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	if t.projs == nil {
 		t.projs = map[avro.Schema]*format.AvroProjection{}
@@ -349,6 +349,11 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 		return err
 	}
 	p, err := t.projection(schema)
+	if errors.Is(err, format.ErrUnsupportedSchema) {
+		// A schema the columnar path does not take (a record that
+		// contains itself): this record goes the map path.
+		return t.mapGeneric(ctx, r)
+	}
 	if err != nil {
 		return err
 	}
@@ -428,6 +433,11 @@ func (t *taskRun) mapRecord(ctx context.Context, r *kgo.Record) error {
 	if t.src != nil {
 		return t.mapColumnar(ctx, r)
 	}
+	return t.mapGeneric(ctx, r)
+}
+
+// mapGeneric is the map path: the record decoded as a map[string]any.
+func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	schema, value, err := t.dec.Decode(ctx, r.Key, r.Value)
 	if err != nil {
 		return err

@@ -17,7 +17,8 @@ type avroWriter struct {
 	schema  avro.Schema
 	rec     *avro.Encoder
 	buf     bytes.Buffer
-	scratch []byte // a row of WriteAvroRow
+	scratch []byte          // a row of WriteAvroRow
+	checked *AvroProjection // the last projection found to match fp
 	meta    bool
 	micros  bool
 	fp      [32]byte // of the rows' schema (before the metadata fields)
@@ -128,8 +129,11 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 // WriteAvroRow writes a row scanned by its projection: the bytes of its
 // fields, in Out's order, then the metadata fields. Nothing is decoded.
 func (a *avroWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
-	if row.P.Out.Fingerprint() != a.fp {
-		return fmt.Errorf("format: avro: a row of schema %s in a file of another schema", row.P.Out.FullName())
+	if row.P != a.checked {
+		if row.P.Out.Fingerprint() != a.fp {
+			return fmt.Errorf("format: avro: a row of schema %s in a file of another schema", row.P.Out.FullName())
+		}
+		a.checked = row.P
 	}
 	b := a.scratch[:0]
 	for _, i := range row.P.Pick {

@@ -34,6 +34,9 @@ func ArrowSchema(s avro.Schema) (*arrow.Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, s.Type())
 	}
+	if name, ok := selfContaining(s); ok {
+		return nil, fmt.Errorf("%w: record %s contains itself: a Parquet schema is a finite tree", ErrUnsupportedSchema, name)
+	}
 	fields, err := recordFields(rec, "")
 	if err != nil {
 		return nil, err
@@ -150,4 +153,45 @@ func arrowType(s avro.Schema, path string) (arrow.DataType, bool, error) {
 		return nil, false, fmt.Errorf("%w: field %q: a field of type null holds nothing", ErrUnsupportedSchema, path)
 	}
 	return nil, false, fmt.Errorf("%w: field %q: Avro type %s", ErrUnsupportedSchema, path, s.Type())
+}
+
+// selfContaining returns the name of a record that contains itself
+// (directly or through other types), if s has one. Each named type is
+// explored once.
+func selfContaining(s avro.Schema) (string, bool) {
+	open, done := map[string]bool{}, map[string]bool{}
+	var walk func(s avro.Schema) (string, bool)
+	walk = func(s avro.Schema) (string, bool) {
+		s = deref(s)
+		switch t := s.(type) {
+		case *avro.RecordSchema:
+			name := t.FullName()
+			if open[name] {
+				return name, true
+			}
+			if done[name] {
+				return "", false
+			}
+			open[name] = true
+			for _, f := range t.Fields() {
+				if n, ok := walk(f.Type()); ok {
+					return n, true
+				}
+			}
+			delete(open, name)
+			done[name] = true
+		case *avro.UnionSchema:
+			for _, b := range t.Types() {
+				if n, ok := walk(b); ok {
+					return n, true
+				}
+			}
+		case *avro.ArraySchema:
+			return walk(t.Items())
+		case *avro.MapSchema:
+			return walk(t.Values())
+		}
+		return "", false
+	}
+	return walk(s)
 }

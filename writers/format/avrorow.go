@@ -66,6 +66,9 @@ func NewAvroProjection(in, out avro.Schema, pick []int) (*AvroProjection, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, out.Type())
 	}
+	if name, ok := selfContaining(inRec); ok {
+		return nil, fmt.Errorf("%w: record %s contains itself: the columnar path takes finite schemas", ErrUnsupportedSchema, name)
+	}
 	inFields, outFields := inRec.Fields(), outRec.Fields()
 	if pick == nil {
 		if len(outFields) != len(inFields) {

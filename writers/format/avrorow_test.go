@@ -592,3 +592,30 @@ func FuzzAvroScan(f *testing.F) {
 		}
 	})
 }
+
+// A record that contains itself (a tree) is refused at once with
+// ErrUnsupportedSchema, by the projection and by the Parquet mapping: no
+// compile that doubles at every level, no endless recursion.
+func TestSelfContainingSchemas(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"Tree","fields":[
+		{"name":"v","type":"long"},
+		{"name":"left","type":["null","Tree"]},
+		{"name":"right","type":["null","Tree"]},
+		{"name":"kids","type":{"type":"array","items":"Tree"}}]}`)
+	if _, err := format.NewAvroProjection(s, nil, nil); !errors.Is(err, format.ErrUnsupportedSchema) {
+		t.Fatalf("projection of a tree: %v", err)
+	}
+	if _, err := format.ArrowSchema(s); !errors.Is(err, format.ErrUnsupportedSchema) {
+		t.Fatalf("Parquet mapping of a tree: %v", err)
+	}
+	// The same named type twice, not nested, is fine.
+	twice := avro.MustParse(`{"type":"record","name":"Pair","fields":[
+		{"name":"a","type":{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}},
+		{"name":"b","type":"P"}]}`)
+	if _, err := format.NewAvroProjection(twice, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := format.ArrowSchema(twice); err != nil {
+		t.Fatal(err)
+	}
+}

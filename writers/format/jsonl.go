@@ -56,6 +56,9 @@ func newJSONWriter(w io.Writer, schema avro.Schema, opts Options) (*jsonWriter, 
 		if !ok {
 			return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
 		}
+		if name, ok := selfContaining(rec); ok {
+			return nil, fmt.Errorf("%w: record %s contains itself: JSON lines take finite schemas (use avro output)", ErrUnsupportedSchema, name)
+		}
 		for _, f := range rec.Fields() {
 			fn, err := jsonConverter(f.Type(), f.Name())
 			if err != nil {
