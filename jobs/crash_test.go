@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // kill -9 of `sluice load run` at random moments, at least 20 times, with
@@ -51,7 +55,9 @@ func TestKilledLoadRunsExactlyOnce(t *testing.T) {
 		batch++
 	}
 	produce(3000)
+	once := newOnceChecker(out, "crash")
 	kills, runs := 0, 0
+	lastRun := time.Second
 	for kills < 20 {
 		if ctx.Err() != nil {
 			t.Fatalf("out of time after %d kills", kills)
@@ -64,20 +70,24 @@ func TestKilledLoadRunsExactlyOnce(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		delay := time.Duration(50+rng.Intn(1500)) * time.Millisecond
+		// A moment within the run: up to the length of the last completed
+		// run (a load that finishes first just loads more next time).
+		delay := 20*time.Millisecond + time.Duration(rng.Int63n(int64(max(lastRun, 200*time.Millisecond))))
+		began := time.Now()
 		select {
 		case err := <-done:
 			runs++
+			lastRun = time.Since(began)
 			if err != nil {
 				t.Fatalf("run %d failed: %v\n%s", runs, err, stderr.String())
 			}
-			checkExactlyOnce(t, out, "crash", counts, true)
+			once.check(t, counts, true)
 			produce(500 + rng.Intn(1000))
 		case <-time.After(delay):
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 			kills++
-			checkExactlyOnce(t, out, "crash", counts, false)
+			once.check(t, counts, false)
 			m, _ := filepath.Glob(filepath.Join(out, "_sluice", "commits", "crash", "*", "*.json"))
 			t.Logf("kill %d after %s: %d commits", kills, delay, len(m))
 		}
@@ -117,4 +127,117 @@ func sum(m map[int32]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// onceChecker is checkExactlyOnce made incremental for the crash loop, whose
+// warehouse grows by hundreds of files a round: committed files and
+// manifests never change while the loop runs, so each check reads only the
+// new ones (DuckDB reads the new files' offsets), and a (partition, offset)
+// held by two files anywhere is caught the moment the second appears.
+type onceChecker struct {
+	dir, topic string
+	manifests  map[string]bool     // manifest paths read
+	listed     map[string]bool     // files the manifests name
+	seen       map[string]bool     // data files read
+	holder     map[[2]int64]string // (partition, offset) → the file holding it
+}
+
+func newOnceChecker(dir, topic string) *onceChecker {
+	return &onceChecker{dir: dir, topic: topic, manifests: map[string]bool{}, listed: map[string]bool{},
+		seen: map[string]bool{}, holder: map[[2]int64]string{}}
+}
+
+func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool) {
+	t.Helper()
+	fs, err := filesystem.Open(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	for p := range counts {
+		rel := path.Join("_sluice/commits", c.topic, fmt.Sprint(p))
+		ents, _ := os.ReadDir(filepath.Join(c.dir, filepath.FromSlash(rel)))
+		for _, e := range ents {
+			mp := path.Join(rel, e.Name())
+			if !strings.HasSuffix(e.Name(), ".json") || c.manifests[mp] {
+				continue
+			}
+			b, err := filesystem.ReadFile(fs, mp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := writers.DecodeManifest(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.manifests[mp] = true
+			for _, f := range m.Files {
+				c.listed[f.Final] = true
+			}
+		}
+	}
+	var fresh []string
+	filepath.WalkDir(c.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(c.dir, p)
+		if d.IsDir() && rel == "_sluice" {
+			return filepath.SkipDir
+		}
+		rel = filepath.ToSlash(rel)
+		if !d.IsDir() && !c.seen[rel] {
+			if !c.listed[rel] {
+				t.Fatalf("invariant: %s is visible but no manifest lists it", rel)
+			}
+			fresh = append(fresh, rel)
+		}
+		return nil
+	})
+	if len(fresh) > 0 {
+		quoted := make([]string, len(fresh))
+		for i, f := range fresh {
+			quoted[i] = "'" + filepath.Join(c.dir, filepath.FromSlash(f)) + "'"
+		}
+		db := duck(t)
+		rows, err := db.Query(fmt.Sprintf(`SELECT _partition, _offset, filename FROM read_parquet([%s], filename = true)`, strings.Join(quoted, ",")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var p, o int64
+			var file string
+			if err := rows.Scan(&p, &o, &file); err != nil {
+				t.Fatal(err)
+			}
+			if other, ok := c.holder[[2]int64{p, o}]; ok {
+				t.Fatalf("invariant: partition %d offset %d is in %s and in %s", p, o, other, file)
+			}
+			c.holder[[2]int64{p, o}] = file
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		for _, f := range fresh {
+			c.seen[f] = true
+		}
+	}
+	if !complete {
+		return
+	}
+	for p, n := range counts {
+		for o := int64(0); o < n; o++ {
+			if _, ok := c.holder[[2]int64{int64(p), o}]; !ok {
+				t.Fatalf("invariant: partition %d offset %d is missing after a completed run (%d produced)", p, o, n)
+			}
+		}
+	}
+	var held int64
+	for _, n := range counts {
+		held += n
+	}
+	if int64(len(c.holder)) != held {
+		t.Fatalf("invariant: %d (partition, offset) pairs held, %d produced", len(c.holder), held)
+	}
 }

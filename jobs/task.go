@@ -141,7 +141,8 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	var w *writers.SplitWriter
 	for try := 0; ; try++ {
 		w, err = writers.NewSplitWriter(l.store, s,
-			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords})
+			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
+				CallerRenews: true}) // keepAlive below, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist)) {

@@ -23,6 +23,11 @@ type Config struct {
 	MaxFileBytes int64
 	// MaxRecords rotates a file once it holds this many records; 0: no limit.
 	MaxRecords int64
+	// CallerRenews: the caller renews the attempt's lease itself
+	// (Attempt().Renew, at least every third of the lease), so Write does
+	// not read the clock for every record. The loader renews after every
+	// fetch and while it waits for its turn to commit.
+	CallerRenews bool
 }
 
 // SplitWriter writes the records of one split into files of one attempt
@@ -139,6 +144,9 @@ func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
 	}
 	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
 		return meta, fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	}
+	if w.cfg.CallerRenews {
+		return meta, nil
 	}
 	return meta, w.attempt.renewIfDue()
 }
