@@ -2,6 +2,7 @@ package format
 
 import (
 	"math/bits"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -82,4 +83,52 @@ func (r *recycler) Free(b []byte) {
 func (r *recycler) reset() {
 	clear(r.free[:])
 	r.kept = 0
+}
+
+// sharedPool is the recycler the Parquet writers of a process share, so a
+// file's buffers serve the next file (a load closes and opens files all
+// the time) instead of fresh memory from the system, zeroed page by page.
+// It holds at most sharedKept bytes, and lets all go when no writer is open.
+type sharedPool struct {
+	mu   sync.Mutex
+	r    *recycler
+	open int
+}
+
+const sharedKept = 256 << 20
+
+var buffers = &sharedPool{r: newRecycler(sharedKept)}
+
+func (s *sharedPool) Allocate(size int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Allocate(size)
+}
+
+func (s *sharedPool) Reallocate(size int, b []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Reallocate(size, b)
+}
+
+func (s *sharedPool) Free(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r.Free(b)
+}
+
+// acquire counts a writer in; release counts it out, dropping the kept
+// buffers with the last one.
+func (s *sharedPool) acquire() {
+	s.mu.Lock()
+	s.open++
+	s.mu.Unlock()
+}
+
+func (s *sharedPool) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open--; s.open == 0 {
+		s.r.reset()
+	}
 }

@@ -22,7 +22,8 @@ type parquetWriter struct {
 	// choices.
 	wprops []parquet.WriterProperty
 	rb     *array.RecordBuilder
-	mem    *recycler
+	mem    *sharedPool
+	closed bool
 	fns    []appendFn
 	puts   []func(v any) error // fns bound to their top-level builders
 	names  []string
@@ -134,7 +135,8 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		return nil, fmt.Errorf("format: parquet: %w", err)
 	}
 	cw := &countingWriter{w: w}
-	mem := newRecycler(256 << 20)
+	mem := buffers
+	mem.acquire()
 	pw := &parquetWriter{
 		cw: cw, wprops: wprops, rb: array.NewRecordBuilder(mem, as), mem: mem,
 		fns: fns, names: fieldNames(rec), fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
@@ -464,9 +466,13 @@ func (p *parquetWriter) Bytes() int64 {
 }
 
 func (p *parquetWriter) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
 	err := p.flush()
 	p.rb.Release()
-	p.mem.reset()
+	p.mem.release()
 	if serr := p.start(); serr != nil {
 		return errors.Join(err, serr)
 	}
