@@ -177,6 +177,26 @@ func (m *selectMapper) pairsFor(names []string) [][2]string {
 	return out
 }
 
+// pick returns, for each output field of records of rec, the index of the
+// input field it comes from (-1: not in rec; Schema has refused that).
+func (m *selectMapper) pick(rec *avro.RecordSchema) []int {
+	index := map[string]int{}
+	names := make([]string, len(rec.Fields()))
+	for i, f := range rec.Fields() {
+		index[f.Name()], names[i] = i, f.Name()
+	}
+	pairs := m.pairsFor(names)
+	out := make([]int, len(pairs))
+	for j, p := range pairs {
+		if i, ok := index[p[0]]; ok {
+			out[j] = i
+		} else {
+			out[j] = -1
+		}
+	}
+	return out
+}
+
 func (m *selectMapper) Map(rec *Record, emit func(map[string]any) error) error {
 	pairs := m.pairs
 	if rec.Schema == nil && len(m.keep) == 0 {

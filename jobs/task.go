@@ -198,9 +198,17 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		if err := keepAlive(); err != nil {
 			return rep, err
 		}
-		for _, r := range recs {
+		for i, r := range recs {
 			if err := t.record(ctx, r); err != nil {
 				return rep, err
+			}
+			// The writers leave the lease to us (CallerRenews): look at the
+			// clock within a batch too, since writing a record can end a row
+			// group or a file, which takes its time.
+			if i%1024 == 1023 {
+				if err := keepAlive(); err != nil {
+					return rep, err
+				}
 			}
 		}
 		if progress != nil && len(recs) > 0 {
@@ -310,18 +318,7 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 	}
 	var p *format.AvroProjection
 	if sm, ok := t.mapper.(*selectMapper); ok {
-		rec := schema.(*avro.RecordSchema)
-		pairs := sm.pairsFor(fieldNamesOf(rec))
-		pick := make([]int, len(pairs))
-		for j, pr := range pairs {
-			pick[j] = -1
-			for i, f := range rec.Fields() {
-				if f.Name() == pr[0] {
-					pick[j] = i
-				}
-			}
-		}
-		p, err = format.NewAvroProjection(schema, out, pick)
+		p, err = format.NewAvroProjection(schema, out, sm.pick(schema.(*avro.RecordSchema)))
 	} else {
 		p, err = t.src.Identity(schema)
 	}
@@ -333,14 +330,6 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 	}
 	t.projs[schema] = p
 	return p, nil
-}
-
-func fieldNamesOf(rec *avro.RecordSchema) []string {
-	names := make([]string, len(rec.Fields()))
-	for i, f := range rec.Fields() {
-		names[i] = f.Name()
-	}
-	return names
 }
 
 // mapColumnar is mapRecord's columnar path.

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -273,8 +274,8 @@ func compileMapCol(s *avro.MapSchema, bld array.Builder, path string) (colFn, er
 			}
 		}
 		sort.Slice(entries, func(x, y int) bool {
-			if c := string(entries[x].key) < string(entries[y].key); c || string(entries[x].key) > string(entries[y].key) {
-				return c
+			if c := bytes.Compare(entries[x].key, entries[y].key); c != 0 {
+				return c < 0
 			}
 			return entries[x].seq < entries[y].seq
 		})

@@ -220,69 +220,62 @@ func (r *AvroRow) Map() (map[string]any, error) {
 
 // Reading Avro binary. Longs and ints are zig-zag varints.
 
-// readLong reads a long at b[i:]; it fails on a varint longer than 10
-// bytes or cut short.
-func readLong(b []byte, i int) (int64, int, error) {
+// readVarint reads an unsigned varint of at most max bytes at b[i:].
+func readVarint(b []byte, i, max int) (uint64, int, error) {
 	var u uint64
-	for s := uint(0); s < 70; s += 7 {
+	for n := 0; n < max; n++ {
 		if i >= len(b) {
 			return 0, i, errAvroShort
 		}
 		c := b[i]
 		i++
-		u |= uint64(c&0x7f) << s
+		u |= uint64(c&0x7f) << (7 * n)
 		if c < 0x80 {
-			return int64(u>>1) ^ -int64(u&1), i, nil
+			return u, i, nil
 		}
 	}
-	return 0, i, errors.New("long is longer than 10 bytes")
+	return 0, i, fmt.Errorf("varint is longer than %d bytes", max)
+}
+
+// zigzag64 and zigzag32 decode Avro's zig-zag coding; an int keeps the low
+// 32 bits of its varint, as the generic decoder does.
+func zigzag64(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+func zigzag32(u uint64) int32 { v := uint32(u); return int32(v>>1) ^ -int32(v&1) }
+
+// readLong reads a long (at most 10 bytes) at b[i:].
+func readLong(b []byte, i int) (int64, int, error) {
+	u, i, err := readVarint(b, i, 10)
+	return zigzag64(u), i, err
 }
 
 // readInt reads an int (at most 5 bytes) at b[i:].
 func readInt(b []byte, i int) (int32, int, error) {
-	var u uint32
-	for s := uint(0); s < 35; s += 7 {
-		if i >= len(b) {
-			return 0, i, errAvroShort
-		}
-		c := b[i]
-		i++
-		u |= uint32(c&0x7f) << s
-		if c < 0x80 {
-			return int32(u>>1) ^ -int32(u&1), i, nil
-		}
-	}
-	return 0, i, errors.New("int is longer than 5 bytes")
+	u, i, err := readVarint(b, i, 5)
+	return zigzag32(u), i, err
 }
 
-// longAt reads a long the scan has checked.
-func longAt(b []byte, i int) (int64, int) {
+// varintAt reads a varint the scan has checked.
+func varintAt(b []byte, i int) (uint64, int) {
 	var u uint64
-	var s uint
-	for {
+	for s := uint(0); ; s += 7 {
 		c := b[i]
 		i++
 		u |= uint64(c&0x7f) << s
 		if c < 0x80 {
-			return int64(u>>1) ^ -int64(u&1), i
+			return u, i
 		}
-		s += 7
 	}
 }
 
-// intAt reads an int the scan has checked.
+// longAt and intAt read a long and an int the scan has checked.
+func longAt(b []byte, i int) (int64, int) {
+	u, i := varintAt(b, i)
+	return zigzag64(u), i
+}
+
 func intAt(b []byte, i int) (int32, int) {
-	var u uint32
-	var s uint
-	for {
-		c := b[i]
-		i++
-		u |= uint32(c&0x7f) << s
-		if c < 0x80 {
-			return int32(u>>1) ^ -int32(u&1), i
-		}
-		s += 7
-	}
+	u, i := varintAt(b, i)
+	return zigzag32(u), i
 }
 
 // readBytes reads the length of a string or bytes value at b[i:] and
