@@ -205,7 +205,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			// The writers leave the lease to us (CallerRenews): look at the
 			// clock within a batch too, since writing a record can end a row
 			// group or a file, which takes its time.
-			if i%1024 == 1023 {
+			if i%64 == 63 {
 				if err := keepAlive(); err != nil {
 					return rep, err
 				}
