@@ -126,6 +126,8 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 	}
 	p, err := src.Identity(schema)
 	switch {
+	case errors.Is(err, format.ErrUnboundedItems):
+		return nil, nil, err // one record could ask for unbounded work: the job fails, naming the field
 	case errors.Is(err, format.ErrUnsupportedSchema):
 		// Not scannable (a record that contains itself): hamba alone.
 	case err != nil:

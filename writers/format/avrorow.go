@@ -28,9 +28,10 @@ import (
 // both paths refuse the same records.
 const maxAvroBytes = 1 << 20
 
-// maxEmptyItems bounds the items of arrays and maps whose items take no
-// bytes (a record without fields): the count alone could ask for any work.
-const maxEmptyItems = 1 << 16
+// ErrUnboundedItems (with ErrUnsupportedSchema) refuses an array whose items
+// take no bytes (records without fields): its count alone, a few bytes,
+// could ask for any amount of work, and arrays of them multiply it.
+var ErrUnboundedItems = errors.New("format: an array of items that take no bytes")
 
 var errAvroShort = errors.New("unexpected end of the record")
 
@@ -402,7 +403,10 @@ func compileScan(s avro.Schema, path string, depth int, strict bool) (scanFn, er
 		if err != nil {
 			return nil, err
 		}
-		return blocksScan(nil, item, minSize(items, 0) == 0), nil
+		if minSize(items, 0) == 0 {
+			return nil, fmt.Errorf("%w: %w: field %q", ErrUnsupportedSchema, ErrUnboundedItems, path)
+		}
+		return blocksScan(nil, item), nil
 	case avro.Map:
 		values := s.(*avro.MapSchema).Values()
 		val, err := compileScan(values, path+"{}", depth+1, strict)
@@ -413,7 +417,7 @@ func compileScan(s avro.Schema, path string, depth int, strict bool) (scanFn, er
 			_, end, err := readBytes(b, i)
 			return end, err
 		}
-		return blocksScan(key, val, false), nil
+		return blocksScan(key, val), nil
 	}
 	return nil, fmt.Errorf("%w: field %q: Avro type %s", ErrUnsupportedSchema, path, s.Type())
 }
@@ -429,10 +433,10 @@ func fixedScan(n int) scanFn {
 
 // blocksScan checks the blocks of an array (key nil) or a map: a count,
 // negative when a byte size follows, then the items; a zero count ends
-// them.
-func blocksScan(key, item scanFn, empty bool) scanFn {
+// them. Every item takes a byte at least, so a count is bounded by the
+// bytes left, and the work by the record's size.
+func blocksScan(key, item scanFn) scanFn {
 	return func(b []byte, i int) (int, error) {
-		total := int64(0)
 		for {
 			n, j, err := readLong(b, i)
 			if err != nil {
@@ -451,8 +455,7 @@ func blocksScan(key, item scanFn, empty bool) scanFn {
 					return i, err
 				}
 			}
-			total += n
-			if (!empty && n > int64(len(b)-i)) || (empty && total > maxEmptyItems) {
+			if n > int64(len(b)-i) {
 				return i, fmt.Errorf("a block of %d items is more than the record can hold", n)
 			}
 			for ; n > 0; n-- {

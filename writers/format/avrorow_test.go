@@ -533,10 +533,15 @@ func TestProjectionRefusesOtherTypes(t *testing.T) {
 	}
 }
 
-// A count of items that take no bytes is bounded: one record cannot ask for
-// unbounded work.
+// An array of items that take no bytes is refused with the schema: a
+// count of 2^62 of them, two bytes of record, would be that much work.
+// Items of one byte at least bound the work by the record's size.
 func TestScanBoundsEmptyItems(t *testing.T) {
-	s := avro.MustParse(`{"type":"record","name":"E","fields":[{"name":"xs","type":{"type":"array","items":{"type":"record","name":"Z","fields":[]}}}]}`)
+	empty := avro.MustParse(`{"type":"record","name":"E","fields":[{"name":"xs","type":{"type":"array","items":{"type":"record","name":"Z","fields":[]}}}]}`)
+	if _, err := format.NewAvroProjection(empty, nil, nil); !errors.Is(err, format.ErrUnboundedItems) || !errors.Is(err, format.ErrUnsupportedSchema) {
+		t.Fatalf("array of empty records: %v", err)
+	}
+	s := avro.MustParse(`{"type":"record","name":"L","fields":[{"name":"xs","type":{"type":"array","items":"boolean"}}]}`)
 	p, err := format.NewAvroProjection(s, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +549,7 @@ func TestScanBoundsEmptyItems(t *testing.T) {
 	g := avroGen{}
 	body := g.long(g.long(nil, math.MaxInt64/2), 0)
 	if err := p.Scan(&format.AvroRow{}, body); !errors.Is(err, format.ErrBadValue) {
-		t.Fatalf("a block of 2^62 empty items: %v", err)
+		t.Fatalf("a block of 2^62 booleans in 10 bytes: %v", err)
 	}
 }
 
