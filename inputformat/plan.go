@@ -2,6 +2,7 @@ package inputformat
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -31,6 +32,9 @@ type PartitionOffsets struct {
 	// End is the high watermark, or the last stable offset under
 	// read_committed: where a plan made now ends.
 	End int64 `json:"end"`
+	// LeaderEpoch is the leader epoch at End (-1 when the cluster does not
+	// say): within one topic's life it never goes down.
+	LeaderEpoch int32 `json:"leader_epoch"`
 }
 
 // Checkpoint is a partition's committed position: the end of its newest
@@ -50,6 +54,11 @@ type PlanOptions struct {
 	// OnOutOfRange applies to a checkpoint below the log start:
 	// OutOfRangeFail or OutOfRangeSkip.
 	OnOutOfRange string
+	// Begun names the topics whose start the job decided already (its
+	// first run planned them): a partition of theirs with no checkpoint
+	// appeared since, and starts at its log start whatever Start says, so
+	// that nothing produced to it before this plan is skipped.
+	Begun map[string]bool
 }
 
 // Range is an offset range [Start, End).
@@ -72,6 +81,9 @@ type PartitionPlan struct {
 	Origin bool `json:"origin"`
 	// Skipped is the range lost to retention under OutOfRangeSkip.
 	Skipped *Range `json:"skipped,omitempty"`
+	// New is true for a partition that appeared after the job's first
+	// run planned its topic: it starts at its log start (see PlanOptions.Begun).
+	New bool `json:"new,omitempty"`
 }
 
 // Lag is the number of offsets not yet loaded at planning.
@@ -81,6 +93,27 @@ func (p PartitionPlan) Lag() int64 { return p.End - p.Start }
 type Plan struct {
 	Partitions []PartitionPlan `json:"partitions"`
 	Splits     []Split         `json:"splits"`
+	// Topics is what the planner found of each topic's identity (filled by
+	// the loader, which keeps the identities with its checkpoints).
+	Topics []TopicPlan `json:"topics,omitempty"`
+}
+
+// TopicPlan is what a plan found of one topic's identity.
+type TopicPlan struct {
+	Topic string `json:"topic"`
+	// ID is the cluster's topic id (hex; empty where the cluster has none).
+	ID         string `json:"id,omitempty"`
+	Partitions int    `json:"partitions"`
+	// Incarnation counts the times the job started the topic over
+	// (on_topic_recreated: restart); 0 for the topic it first loaded.
+	Incarnation int `json:"incarnation"`
+	// Recreated says why the topic is not the one the checkpoints are of
+	// ("" when it is); Restart is true when the plan starts it over.
+	Recreated string `json:"recreated,omitempty"`
+	Restart   bool   `json:"restart,omitempty"`
+	// NewPartitions lists the partitions that appeared since the job's
+	// first run planned the topic.
+	NewPartitions []int32 `json:"new_partitions,omitempty"`
 }
 
 // Records returns the number of offsets the plan's splits cover.
@@ -116,6 +149,8 @@ func Cut(parts []PartitionOffsets, checkpoint func(topic string, partition int32
 		switch {
 		case cp.Known:
 			pp.Start = cp.Offset
+		case opts.Begun[po.Topic]:
+			pp.Start, pp.Origin, pp.New = po.LogStart, true, true
 		case opts.Start == StartLatest:
 			pp.Start, pp.Origin = po.End, true
 		case opts.Start == StartEarliest || opts.Start == "":
@@ -180,8 +215,33 @@ func ListOffsets(ctx context.Context, adm *kadm.Client, topics []string, readCom
 			if eo.Err != nil {
 				return nil, fmt.Errorf("inputformat: end offset of %s/%d: %w", t, p, eo.Err)
 			}
-			out = append(out, PartitionOffsets{Topic: t, Partition: p, LogStart: so.Offset, End: eo.Offset})
+			out = append(out, PartitionOffsets{Topic: t, Partition: p, LogStart: so.Offset, End: eo.Offset, LeaderEpoch: eo.LeaderEpoch})
 		}
+	}
+	return out, nil
+}
+
+// TopicIDs returns the cluster's id of each topic ("" where the cluster
+// has no topic ids: Kafka before 2.8) and its partition count.
+func TopicIDs(ctx context.Context, adm *kadm.Client, topics []string) (map[string]TopicPlan, error) {
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("inputformat: reading topic metadata: %w", err)
+	}
+	out := make(map[string]TopicPlan, len(topics))
+	for _, t := range topics {
+		td, ok := md.Topics[t]
+		if !ok || td.Err != nil {
+			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+				return nil, fmt.Errorf("inputformat: metadata of %s: %w", t, td.Err)
+			}
+			return nil, fmt.Errorf("%w: %q: the cluster has no such topic (check source.topics and source.bootstrap)", ErrNoTopic, t)
+		}
+		tp := TopicPlan{Topic: t, Partitions: len(td.Partitions)}
+		if td.ID != (kadm.TopicID{}) {
+			tp.ID = hex.EncodeToString(td.ID[:])
+		}
+		out[t] = tp
 	}
 	return out, nil
 }

@@ -296,11 +296,23 @@ type ReplayReport struct {
 // _sluice/withdrawn/, never deleted) and the job runs again. No other run
 // of the job may run meanwhile.
 func (l *Loader) Replay(ctx context.Context, id string) (*ReplayReport, error) {
-	d, err := l.CheckpointDetail(id)
-	if err != nil {
-		return nil, err
-	}
 	rep := &ReplayReport{Checkpoint: id}
+	err := l.withLock(LockReplay, func() error {
+		d, err := l.CheckpointDetail(id)
+		if err != nil {
+			return err
+		}
+		// Attempts of a run that held the lock before see this one at their
+		// commit and abort; wait until none is left before withdrawing.
+		if err := l.waitForOtherAttempts(ctx, d.Positions, l.otherAttemptsWait()); err != nil {
+			return err
+		}
+		return l.replay(ctx, d, rep)
+	})
+	return rep, err
+}
+
+func (l *Loader) replay(ctx context.Context, d *CheckpointDetail, rep *ReplayReport) (err error) {
 	for _, pos := range d.Positions {
 		ms, dest, err := l.store.Withdraw(pos.Topic, pos.Partition, pos.Offset)
 		w := Withdrawal{Topic: pos.Topic, Partition: pos.Partition, From: pos.Offset, Commits: len(ms), MovedTo: dest}
@@ -312,10 +324,10 @@ func (l *Loader) Replay(ctx context.Context, id string) (*ReplayReport, error) {
 		}
 		rep.Withdrawn = append(rep.Withdrawn, w)
 		if err != nil {
-			return rep, fmt.Errorf("jobs: withdrawing %s/%d from %d: %w", pos.Topic, pos.Partition, pos.Offset, err)
+			return fmt.Errorf("jobs: withdrawing %s/%d from %d: %w", pos.Topic, pos.Partition, pos.Offset, err)
 		}
 		l.log.Info("replay withdrew commits", "topic", pos.Topic, "partition", pos.Partition, "from", pos.Offset, "commits", len(ms), "to", dest)
 	}
 	rep.Run, err = l.Run(ctx)
-	return rep, err
+	return err
 }

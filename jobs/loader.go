@@ -45,6 +45,10 @@ type Options struct {
 	// mapper sees it, even where the columnar path would take it (Avro
 	// values with identity, where or select). Slower; for comparing the two.
 	MapPath bool
+	// LockLease is how long the job lock lasts unless renewed (default 1
+	// minute; renewed every third): a run killed without releasing it
+	// blocks the job's next run on another machine for at most this long.
+	LockLease time.Duration
 }
 
 // Loader runs one job: it holds the source client, the output store, the
@@ -65,6 +69,9 @@ type Loader struct {
 
 	decMu   sync.Mutex
 	decoder Decoder // set by Open or, for inferred JSON, on first use (guarded by decMu)
+
+	lockMu sync.Mutex
+	lock   *JobLock // guarded by lockMu: the job lock this loader's run holds
 }
 
 // Open connects to the job's source and output. Close it when done.
@@ -215,11 +222,38 @@ func (l *Loader) Preview(ctx context.Context) (*inputformat.Plan, error) {
 		}
 		return nil, fmt.Errorf("source %s: %w (check source.bootstrap and that the cluster is up)", strings.Join(l.spec.Source.Bootstrap, ","), err)
 	}
-	return inputformat.Cut(parts, l.Checkpoint, inputformat.PlanOptions{
+	topics, begun, err := l.topicPlans(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	restart := map[string]bool{}
+	for _, tp := range topics {
+		restart[tp.Topic] = tp.Restart
+	}
+	checkpoint := func(topic string, partition int32) (inputformat.Checkpoint, error) {
+		if restart[topic] {
+			return inputformat.Checkpoint{}, nil // the old topic's checkpoints are not of this one
+		}
+		return l.Checkpoint(topic, partition)
+	}
+	plan, err := inputformat.Cut(parts, checkpoint, inputformat.PlanOptions{
 		MaxRecordsPerTask: l.spec.Source.MaxRecordsPerTask,
 		Start:             l.spec.Source.Start,
 		OnOutOfRange:      l.spec.Source.OnOffsetOutOfRange,
+		Begun:             begun,
 	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range topics {
+		for _, pp := range plan.Partitions {
+			if pp.Topic == topics[i].Topic && pp.New && !topics[i].Restart {
+				topics[i].NewPartitions = append(topics[i].NewPartitions, pp.Partition)
+			}
+		}
+	}
+	plan.Topics = topics
+	return plan, nil
 }
 
 // Plan opens the job, plans and prepares a run (Loader.Plan) and closes it.

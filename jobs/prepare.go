@@ -69,6 +69,12 @@ func (l *Loader) recoverAndPreview(ctx context.Context) (*inputformat.Plan, erro
 // (so the partition's chain of commits goes on; the loss is in the run
 // report). Plan and Run call it.
 func (l *Loader) Prepare(ctx context.Context, plan *inputformat.Plan) error {
+	if err := l.fence(); err != nil {
+		return err
+	}
+	if err := l.recordTopics(plan); err != nil {
+		return err
+	}
 	for _, pp := range plan.Partitions {
 		if pp.Origin {
 			if err := l.fixStart(pp); err != nil {

@@ -29,13 +29,24 @@ const RunsDir = "_sluice/runs"
 // offset order. The first failing task stops the run (tasks already
 // committed stay committed). The report is stored under _sluice/runs/
 // and returned, also when the run fails.
-func (l *Loader) Run(ctx context.Context) (*RunReport, error) {
-	rep := l.newRunReport()
+func (l *Loader) Run(ctx context.Context) (rep *RunReport, err error) {
+	rep = l.newRunReport()
+	err = l.withLock(LockLoad, func() error {
+		rep, err = l.run(ctx, rep)
+		return err
+	})
+	if errors.Is(err, ErrLocked) && rep.Finished.IsZero() {
+		return rep, l.finish(rep, err)
+	}
+	return rep, err
+}
+
+func (l *Loader) run(ctx context.Context, rep *RunReport) (*RunReport, error) {
 	plan, err := l.recoverAndPreview(ctx)
 	if err != nil {
 		return rep, l.finish(rep, err)
 	}
-	rep.Plan = plan.Partitions
+	rep.Plan, rep.Topics = plan.Partitions, plan.Topics
 	if err := l.Prepare(ctx, plan); err != nil {
 		return rep, l.finish(rep, err)
 	}
@@ -209,7 +220,11 @@ type RunReport struct {
 	Duration Duration  `json:"duration"`
 	// Plan is what planning saw and decided per partition (lost ranges
 	// under on_offset_out_of_range: skip are in its Skipped fields).
-	Plan       []inputformat.PartitionPlan `json:"plan"`
+	Plan []inputformat.PartitionPlan `json:"plan"`
+	// Topics is what planning found of each topic's identity: a topic
+	// started over because it was recreated, partitions added since the
+	// job's first run (they load from their log start).
+	Topics     []inputformat.TopicPlan     `json:"topics,omitempty"`
 	Partitions []PartitionReport           `json:"partitions"`
 	Tasks      []TaskReport                `json:"tasks"`
 	Totals     Totals                      `json:"totals"`
@@ -219,9 +234,17 @@ type RunReport struct {
 	Errors           []string `json:"errors,omitempty"`
 }
 
-// Totals are the sums of a run's or a partition's tasks.
+// Totals are the sums of what a run (or one partition of it) committed:
+// a task that another run committed first, or that failed, adds nothing
+// but its count in TakenByOthers or Failed.
 type Totals struct {
-	Tasks        int   `json:"tasks"`
+	// Tasks counts the tasks this run committed.
+	Tasks int `json:"tasks"`
+	// TakenByOthers counts the splits another run (or an earlier attempt)
+	// had committed: their records are that run's.
+	TakenByOthers int `json:"taken_by_others"`
+	// Failed counts the tasks that committed nothing.
+	Failed       int   `json:"failed"`
 	RecordsIn    int64 `json:"records_in"`
 	BytesIn      int64 `json:"bytes_in"`
 	RowsOut      int64 `json:"rows_out"`
@@ -233,6 +256,15 @@ type Totals struct {
 }
 
 func (t *Totals) add(r TaskReport) {
+	switch {
+	case r.Won: // committed (a roll-forward error after it is recovery's to finish)
+	case r.AlreadyCommitted:
+		t.TakenByOthers++
+		return
+	default:
+		t.Failed++
+		return
+	}
 	t.Tasks++
 	t.RecordsIn += r.RecordsIn
 	t.BytesIn += r.BytesIn

@@ -55,6 +55,9 @@ type Source struct {
 	// OnOffsetOutOfRange: fail | skip, when the checkpoint lies below the
 	// log start offset (retention deleted records not yet loaded).
 	OnOffsetOutOfRange string `yaml:"on_offset_out_of_range"`
+	// OnTopicRecreated: fail | restart, when a topic was deleted and
+	// created again under its name since the job loaded it (see identity.go).
+	OnTopicRecreated string `yaml:"on_topic_recreated"`
 	// MaxRecordsPerTask bounds the offsets of one split (default 1,000,000).
 	MaxRecordsPerTask int64 `yaml:"max_records_per_task"`
 	// Isolation: read_committed (default: aborted transactions are skipped
@@ -147,6 +150,9 @@ const (
 
 	OutOfRangeFail = "fail"
 	OutOfRangeSkip = "skip"
+
+	TopicRecreatedFail    = "fail"
+	TopicRecreatedRestart = "restart"
 
 	BadRecordFail       = "fail"
 	BadRecordSkip       = "skip"
@@ -243,6 +249,7 @@ func (s *Spec) applyDefaults() {
 	}
 	def(&s.Source.Start, StartEarliest)
 	def(&s.Source.OnOffsetOutOfRange, OutOfRangeFail)
+	def(&s.Source.OnTopicRecreated, TopicRecreatedFail)
 	def(&s.Source.Isolation, ReadCommitted)
 	if s.Source.MaxRecordsPerTask == 0 {
 		s.Source.MaxRecordsPerTask = DefaultMaxRecordsPerTask
@@ -306,6 +313,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := oneOf("source.on_offset_out_of_range", s.Source.OnOffsetOutOfRange, OutOfRangeFail, OutOfRangeSkip); err != nil {
+		return err
+	}
+	if err := oneOf("source.on_topic_recreated", s.Source.OnTopicRecreated, TopicRecreatedFail, TopicRecreatedRestart); err != nil {
 		return err
 	}
 	if err := oneOf("source.isolation", s.Source.Isolation, ReadCommitted, ReadUncommitted); err != nil {

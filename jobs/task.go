@@ -138,11 +138,15 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if err != nil {
 		return rep, err
 	}
+	inc, err := l.incarnation(s.Topic)
+	if err != nil {
+		return rep, err
+	}
 	var w *writers.SplitWriter
 	for try := 0; ; try++ {
 		w, err = writers.NewSplitWriter(l.store, s,
 			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				CallerRenews: true}) // keepAlive below, after every fetch
+				CallerRenews: true, Incarnation: max(inc, 0)}) // keepAlive below, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist)) {
@@ -225,6 +229,9 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		return rep, err
 	}
 	if err := waitTurn(ctx, s, turn, renewEvery, keepAlive); err != nil {
+		return rep, err
+	}
+	if err := l.fence(); err != nil {
 		return rep, err
 	}
 	res, err := w.Commit(rd.Reached())

@@ -25,7 +25,7 @@ func WritePlan(w io.Writer, p *inputformat.Plan) error {
 		}
 		note := ""
 		if pp.Origin {
-			note = "new partition"
+			note = "never loaded: starts at " + policyText(pp)
 		}
 		if pp.Skipped != nil {
 			note = fmt.Sprintf("skips [%d, %d): deleted before loading", pp.Skipped.Start, pp.Skipped.End)
@@ -36,6 +36,7 @@ func WritePlan(w io.Writer, p *inputformat.Plan) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeTopicNotes(w, p.Topics)
 	fmt.Fprintf(w, "\n%d splits, %d offsets:\n", len(p.Splits), p.Records())
 	for _, s := range p.Splits {
 		fmt.Fprintf(w, "  %s\n", s)
@@ -61,7 +62,15 @@ func (r *RunReport) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d tasks, %.0f records/s, %.1f MB/s of input; report %s/%s.json\n", t.Tasks, r.RecordsPerSecond, r.InputMBPerSecond, RunsDir, r.ID)
+	writeTopicNotes(w, r.Topics)
+	fmt.Fprintf(w, "%d tasks committed", t.Tasks)
+	if t.TakenByOthers > 0 {
+		fmt.Fprintf(w, ", %d splits committed by another run (not counted here)", t.TakenByOthers)
+	}
+	if t.Failed > 0 {
+		fmt.Fprintf(w, ", %d tasks failed (nothing of them committed)", t.Failed)
+	}
+	fmt.Fprintf(w, "; %.0f records/s, %.1f MB/s of input; report %s/%s.json\n", r.RecordsPerSecond, r.InputMBPerSecond, RunsDir, r.ID)
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
@@ -130,4 +139,30 @@ func (r *ReplayReport) WriteText(w io.Writer) error {
 		return r.Run.WriteText(w)
 	}
 	return nil
+}
+
+func policyText(pp inputformat.PartitionPlan) string {
+	switch {
+	case pp.New:
+		return "its log start (added after the job's first run)"
+	case pp.Start == pp.End && pp.Start != pp.LogStart:
+		return "the log end (start: latest)"
+	}
+	return "its log start"
+}
+
+// writeTopicNotes prints what planning found of the topics' identities.
+func writeTopicNotes(w io.Writer, topics []inputformat.TopicPlan) {
+	for _, tp := range topics {
+		if tp.Recreated != "" {
+			verb := "NOT loaded"
+			if tp.Restart {
+				verb = fmt.Sprintf("started over from its first offsets as incarnation %d (on_topic_recreated: restart); the old topic's checkpoints moved to %s/%s/%06d", tp.Incarnation, retiredDir, tp.Topic, tp.Incarnation-1)
+			}
+			fmt.Fprintf(w, "topic %s was RECREATED (%s): %s\n", tp.Topic, tp.Recreated, verb)
+		}
+		if len(tp.NewPartitions) > 0 {
+			fmt.Fprintf(w, "topic %s: partitions %v were added since the job's first run: they load from their log start\n", tp.Topic, tp.NewPartitions)
+		}
+	}
 }

@@ -142,3 +142,13 @@ type Engine interface {
 	// RunTask runs one task and commits its output exactly once.
 	RunTask(ctx context.Context, job Job, task Task) (TaskReport, error)
 }
+
+// A Locker is an Engine that holds a job's lock for the length of a run, so
+// that no other run of the job (a `sluice replay`, a `sluice load run`)
+// loads meanwhile. LoaderEngine is one: the lock is the loader's job lock
+// in the output (jobs.Loader.AcquireLock). A run whose lock is held by
+// another live run fails with the holder named, and the next tick tries
+// again.
+type Locker interface {
+	LockJob(ctx context.Context, job Job) (release func(), err error)
+}

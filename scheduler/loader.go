@@ -70,6 +70,14 @@ func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
 	for _, s := range p.Splits {
 		plan.Tasks = append(plan.Tasks, Task{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End})
 	}
+	for _, tp := range p.Topics {
+		if tp.Restart {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("topic %s was recreated (%s): started over from its first offsets (on_topic_recreated: restart)", tp.Topic, tp.Recreated))
+		}
+		if len(tp.NewPartitions) > 0 {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("topic %s: partitions %v were added since the job's first run: they load from their log start", tp.Topic, tp.NewPartitions))
+		}
+	}
 	for _, pp := range p.Partitions {
 		plan.Partitions = append(plan.Partitions, PartitionPosition{Topic: pp.Topic, Partition: pp.Partition,
 			Loaded: pp.Start, HighWatermark: pp.End})
@@ -79,6 +87,28 @@ func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// LockJob takes the job's lock in its output for the length of a run (the
+// workers' tasks commit under it) and renews it until release.
+func (e *LoaderEngine) LockJob(ctx context.Context, job Job) (func(), error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return nil, err
+	}
+	l, err := jobs.Open(ctx, spec, e.Options)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := l.AcquireLock(jobs.LockScheduler)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return func() {
+		lk.Release()
+		l.Close()
+	}, nil
 }
 
 // RunTask loads one split.

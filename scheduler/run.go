@@ -22,6 +22,24 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		return
 	}
 	hist := NewHistory(fs, job.Name)
+	if lk, ok := s.opts.Engine.(Locker); ok {
+		release, err := lk.LockJob(ctx, job)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if adopted == nil {
+				if err := hist.Start(rec); err != nil {
+					log.Warn("cannot record the run's start", "err", err)
+				}
+			}
+			log.Warn("run not started: the job's lock is held", "err", err)
+			rec.State, rec.Error = StateFailed, "job lock: "+err.Error()
+			s.finish(ctx, hist, job, rec, log)
+			return
+		}
+		defer release()
+	}
 	var plan Plan
 	var plannedAt time.Time
 	if adopted != nil {

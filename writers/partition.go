@@ -197,7 +197,12 @@ func (p *Partitioner) fieldTime(value map[string]any) (time.Time, error) {
 }
 
 // FileName is the final name of a data file: <topic>+<partition>+<start>+<end>.<ext>
-// where [start, end) are the offsets of the records it holds.
-func FileName(topic string, partition int32, start, end int64, ext string) string {
+// where [start, end) are the offsets of the records it holds, and
+// <topic>+<partition>+<start>+<end>+i<incarnation>.<ext> for a topic the
+// loader started over (recreated under its name) incarnation > 0 times.
+func FileName(topic string, partition int32, start, end int64, incarnation int, ext string) string {
+	if incarnation > 0 {
+		return fmt.Sprintf("%s+%d+%d+%d+i%d.%s", topic, partition, start, end, incarnation, ext)
+	}
 	return fmt.Sprintf("%s+%d+%d+%d.%s", topic, partition, start, end, ext)
 }

@@ -57,7 +57,10 @@ func TestPartitionerErrors(t *testing.T) {
 }
 
 func TestFileName(t *testing.T) {
-	if got := FileName("page.views", 3, 100, 250, "parquet"); got != "page.views+3+100+250.parquet" {
+	if got := FileName("page.views", 3, 100, 250, 2, "avro"); got != "page.views+3+100+250+i2.avro" {
+		t.Errorf("FileName of incarnation 2 = %q", got)
+	}
+	if got := FileName("page.views", 3, 100, 250, 0, "parquet"); got != "page.views+3+100+250.parquet" {
 		t.Fatal(got)
 	}
 }

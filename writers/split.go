@@ -28,6 +28,10 @@ type Config struct {
 	// not read the clock for every record. The loader renews after every
 	// fetch and while it waits for its turn to commit.
 	CallerRenews bool
+	// Incarnation is the loader's count of the times the topic was started
+	// over (recreated under its name); files of incarnation n > 0 carry it
+	// in their names, so they never meet an older incarnation's files.
+	Incarnation int
 }
 
 // SplitWriter writes the records of one split into files of one attempt
@@ -232,7 +236,7 @@ func (w *SplitWriter) closeFile(of *openFile) error {
 	if of.fw.Records() == 0 {
 		return w.attempt.store.fs.Remove(of.temp)
 	}
-	final := path.Join(of.dir, FileName(w.split.Topic, w.split.Partition, of.first, of.last+1, w.cfg.Format.Extension()))
+	final := path.Join(of.dir, FileName(w.split.Topic, w.split.Partition, of.first, of.last+1, w.cfg.Incarnation, w.cfg.Format.Extension()))
 	w.done = append(w.done, File{
 		Temp: of.temp, Final: final, Records: of.fw.Records(), Bytes: of.fw.Bytes(),
 		First: of.first, Last: of.last,

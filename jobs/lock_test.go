@@ -1,0 +1,284 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+// manualClock is a clock tests move by hand.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A run of a job holds the job's lock: a replay or another load of the job
+// is refused meanwhile with the holder named, a task of another spec
+// commits nothing, and a lock left by a killed process or an expired lease
+// is taken over, after which the old holder commits nothing.
+func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "locked", 600, 1, time.Hour, -1)
+	produceAll(t, ctx, b.Addr, "locked", 1, recs)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "locked", b.Addr, "locked", 100, "schema_file: pageview.avsc", out))
+	clock := &manualClock{now: time.Now()}
+	open := func(t *testing.T, s *jobs.Spec) *jobs.Loader {
+		l, err := jobs.Open(ctx, s, jobs.Options{Clock: clock.Now, LockLease: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	holder := open(t, spec)
+
+	t.Run("refused-while-held", func(t *testing.T) {
+		lk, err := holder.AcquireLock(jobs.LockLoad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Release()
+		other := open(t, spec)
+		if _, err := other.Run(ctx); !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+			t.Fatalf("a second load while the lock is held: %v", err)
+		}
+		if _, err := other.Replay(ctx, "locked/0@0"); !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), "load run of job locked") {
+			t.Fatalf("a replay while a load holds the lock: %v", err)
+		}
+		// A task of another spec of the job commits nothing while the lock
+		// is held by this one's run.
+		changed := *spec
+		changed.Map.Where = "status >= 400"
+		plan, err := open(t, &changed).Preview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := open(t, &changed).RunTask(ctx, plan.Splits[0]); !errors.Is(err, jobs.ErrLocked) {
+			t.Fatalf("a task of another spec under a held lock: %v", err)
+		}
+		if cps, _ := holder.Checkpoints(ctx); len(cps) != 1 || cps[0].Commits != 0 {
+			t.Fatalf("something was committed: %+v", cps)
+		}
+	})
+
+	t.Run("released", func(t *testing.T) {
+		rep, err := open(t, spec).Run(ctx)
+		if err != nil || rep.Totals.RowsOut != 600 {
+			t.Fatalf("a run after the release: %+v %v", rep.Totals, err)
+		}
+	})
+
+	t.Run("killed-holder", func(t *testing.T) {
+		// A process that took the lock and was killed: its pid is gone, so
+		// the lock is free at once, though its lease runs for an hour.
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		dead := cmd.Process.Pid
+		start := pidStartOf(t, dead)
+		cmd.Process.Kill()
+		cmd.Wait()
+		writeHolder(t, out, 1000, jobs.LockHolder{Kind: jobs.LockLoad, Job: "locked", Host: hostname(t), PID: dead, Boot: bootID(t),
+			PIDStart: start, Spec: jobs.SpecFingerprint(spec), Acquired: clock.Now()})
+		lk, err := open(t, spec).AcquireLock(jobs.LockReplay)
+		if err != nil {
+			t.Fatalf("the lock of a killed process was not taken over: %v", err)
+		}
+		lk.Release()
+	})
+
+	t.Run("other-host-until-its-lease-expires", func(t *testing.T) {
+		writeHolder(t, out, 2000, jobs.LockHolder{Kind: jobs.LockLoad, Job: "locked", Host: "elsewhere.example", PID: 1,
+			Spec: jobs.SpecFingerprint(spec), Acquired: clock.Now()})
+		l := open(t, spec)
+		if _, err := l.AcquireLock(jobs.LockLoad); !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), "elsewhere.example") {
+			t.Fatalf("a live lock of another machine: %v", err)
+		}
+		clock.Add(time.Hour + time.Second)
+		lk, err := l.AcquireLock(jobs.LockLoad)
+		if err != nil {
+			t.Fatalf("an expired lock was not taken over: %v", err)
+		}
+		lk.Release()
+	})
+
+	t.Run("old-holder-is-fenced", func(t *testing.T) {
+		more, _ := pageViews(t, "locked", 100, 1, time.Hour, -1)
+		produceAll(t, ctx, b.Addr, "locked", 0, more)
+		old := open(t, spec)
+		lk, err := old.AcquireLock(jobs.LockLoad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Release()
+		old.HoldLock(lk)
+		plan, err := old.Preview(ctx)
+		if err != nil || len(plan.Splits) != 1 {
+			t.Fatalf("%+v %v", plan, err)
+		}
+		clock.Add(2 * time.Hour) // the old holder stalls past its lease; a replay takes over
+		taker, err := open(t, spec).AcquireLock(jobs.LockReplay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taker.Release()
+		if _, err := old.RunTask(ctx, plan.Splits[0]); !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), "lost the job lock") {
+			t.Fatalf("the stalled holder's task: %v", err)
+		}
+		if cps, _ := old.Checkpoints(ctx); cps[0].Offset != 600 {
+			t.Fatalf("the fenced task committed: %+v", cps)
+		}
+	})
+}
+
+// Replays and loads of one job started at once: one at a time holds the
+// lock, each of the others is refused naming it, and the output is that of
+// one spec only, each record once.
+func TestReplayRacingLoadNeverMixesSpecs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "raced", 2000, 2, time.Hour, -1)
+	counts := produceAll(t, ctx, b.Addr, "raced", 2, recs)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "raced", b.Addr, "raced", 100, "schema_file: pageview.avsc", out))
+	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	changed := *spec
+	changed.Map.Mapper = "select"
+	changed.Map.Select = &jobs.Select{Rename: map[string]string{"url": "page"}}
+	for round := 0; round < 3; round++ {
+		more, _ := pageViews(t, "raced", 500, 2, time.Hour, -1)
+		for p, n := range produceAll(t, ctx, b.Addr, "raced", 0, more) {
+			counts[p] += n
+		}
+		errs := make(chan error, 2)
+		go func() {
+			l, err := jobs.Open(ctx, &changed, jobs.Options{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer l.Close()
+			_, err = l.Replay(ctx, "raced/0@0")
+			errs <- err
+		}()
+		go func() {
+			_, err := jobs.Run(ctx, spec, jobs.Options{})
+			errs <- err
+		}()
+		for i := 0; i < 2; i++ {
+			if err := <-errs; err != nil && !errors.Is(err, jobs.ErrLocked) && !errors.Is(err, jobs.ErrNotReady) {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	// One last run of each, in turn, then the output holds each record once.
+	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, out, "raced", counts, true)
+	// Partition 0 was replayed from 0 with the rename: in offset order its
+	// files are those of the replays' spec (page) and then, after the last
+	// replay, those of later plain runs (url). An old-spec file between two
+	// new-spec ones is a run that won splits of a replay's range.
+	db := duck(t)
+	rows, err := db.Query(fmt.Sprintf(`SELECT min(_offset), bool_or(page IS NOT NULL) FROM read_parquet('%s', filename=true, union_by_name=true)
+		WHERE _partition = 0 GROUP BY filename ORDER BY 1`, dataGlob(out, "parquet")))
+	if err != nil {
+		if strings.Contains(err.Error(), "page") {
+			t.Log("no replay got the lock in any round")
+			return
+		}
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var seq strings.Builder
+	for rows.Next() {
+		var first int64
+		var page bool
+		if err := rows.Scan(&first, &page); err != nil {
+			t.Fatal(err)
+		}
+		if page {
+			seq.WriteByte('P')
+		} else {
+			seq.WriteByte('u')
+		}
+	}
+	if s := strings.TrimLeft(seq.String(), "P"); strings.Contains(s, "P") {
+		t.Fatalf("partition 0 mixes the two specs' files (P: replay's spec, u: the run's) in offset order: %s", seq.String())
+	}
+}
+
+func writeHolder(t *testing.T, out string, seq int64, h jobs.LockHolder) {
+	t.Helper()
+	fs, err := filesystem.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if err := fs.MkdirAll("_sluice/lock"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(h)
+	if err := fs.WriteExclusive(fmt.Sprintf("_sluice/lock/%020d.holder", seq), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hostname(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func bootID(t *testing.T) string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatalf("this test needs Linux's /proc: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func pidStartOf(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[19]
+}
