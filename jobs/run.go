@@ -224,10 +224,10 @@ type RunReport struct {
 	// Topics is what planning found of each topic's identity: a topic
 	// started over because it was recreated, partitions added since the
 	// job's first run (they load from their log start).
-	Topics     []inputformat.TopicPlan     `json:"topics,omitempty"`
-	Partitions []PartitionReport           `json:"partitions"`
-	Tasks      []TaskReport                `json:"tasks"`
-	Totals     Totals                      `json:"totals"`
+	Topics     []inputformat.TopicPlan `json:"topics,omitempty"`
+	Partitions []PartitionReport       `json:"partitions"`
+	Tasks      []TaskReport            `json:"tasks"`
+	Totals     Totals                  `json:"totals"`
 	// RecordsPerSecond and InputMBPerSecond are over the run's duration.
 	RecordsPerSecond float64  `json:"records_per_second"`
 	InputMBPerSecond float64  `json:"input_mb_per_second"`
