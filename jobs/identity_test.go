@@ -96,9 +96,10 @@ func TestTopicRecreatedIsNeverLoadedFromOldCheckpoints(t *testing.T) {
 					t.Fatal(err)
 				}
 				recreateTopic(t, ctx, adminOf(t, addr), topic, after)
-				// Fewer records than the old checkpoints' offsets: the old code
-				// skipped all of them in silence, or dropped a partition.
-				second, _ := pageViews(t, topic, 150, int(after), time.Hour, -1)
+				// More records than the old checkpoints' offsets: the old code
+				// loaded the new topic from them, skipping its first records in
+				// silence (and dropped partition 1 when it is gone).
+				second, _ := pageViews(t, topic, 600, int(after), time.Hour, -1)
 				produceAll(t, ctx, addr, topic, 0, second)
 
 				rep, err := jobs.Run(ctx, spec, jobs.Options{})
@@ -120,8 +121,8 @@ func TestTopicRecreatedIsNeverLoadedFromOldCheckpoints(t *testing.T) {
 				if len(rep.Topics) != 1 || !rep.Topics[0].Restart || rep.Topics[0].Incarnation != 1 || rep.Topics[0].Recreated == "" {
 					t.Fatalf("run report topics: %+v", rep.Topics)
 				}
-				if rep.Totals.RowsOut != 150 {
-					t.Fatalf("restart loaded %d rows of the new topic's 150", rep.Totals.RowsOut)
+				if rep.Totals.RowsOut != 600 {
+					t.Fatalf("restart loaded %d rows of the new topic's 600", rep.Totals.RowsOut)
 				}
 				var text strings.Builder
 				rep.WriteText(&text)
@@ -129,8 +130,8 @@ func TestTopicRecreatedIsNeverLoadedFromOldCheckpoints(t *testing.T) {
 					t.Fatalf("the run's text does not tell of the restart:\n%s", text.String())
 				}
 				rows, distinct := loadedRows(t, out)
-				if rows != 550 || distinct != 550 {
-					t.Fatalf("%d rows (%d distinct) in the warehouse, want 400 old + 150 new", rows, distinct)
+				if rows != 1000 || distinct != 1000 {
+					t.Fatalf("%d rows (%d distinct) in the warehouse, want 400 old + 600 new", rows, distinct)
 				}
 				newFiles, _ := filepath.Glob(filepath.Join(out, "dt=*", "hr=*", "*+i1.parquet"))
 				if len(newFiles) == 0 {

@@ -171,15 +171,15 @@ func TestReplayRacingLoadNeverMixesSpecs(t *testing.T) {
 	counts := produceAll(t, ctx, b.Addr, "raced", 2, recs)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "raced", b.Addr, "raced", 100, "schema_file: pageview.avsc", out))
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "raced", b.Addr, "raced", 40, "schema_file: pageview.avsc", out))
 	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	changed := *spec
 	changed.Map.Mapper = "select"
 	changed.Map.Select = &jobs.Select{Rename: map[string]string{"url": "page"}}
-	for round := 0; round < 3; round++ {
-		more, _ := pageViews(t, "raced", 500, 2, time.Hour, -1)
+	for round := 0; round < 4; round++ {
+		more, _ := pageViews(t, "raced", 1000, 2, time.Hour, -1)
 		for p, n := range produceAll(t, ctx, b.Addr, "raced", 0, more) {
 			counts[p] += n
 		}
