@@ -42,6 +42,8 @@ func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*gr
 		OffsetsRetentionCheck:  ms(gc.OffsetsRetentionCheckIntervalMs),
 		MaxGroupSize:           int(gc.MaxSize),
 		OffsetMetadataMaxBytes: int(gc.OffsetMetadataMaxBytes),
+		MaxGroupMetadataBytes:  gc.MaxMetadataBytes,
+		MaxCoordinatorBytes:    gc.CoordinatorMaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: load consumer groups: %w", err)
