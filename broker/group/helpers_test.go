@@ -133,10 +133,14 @@ type fixture struct {
 	st    *logStorage
 	clock *manualClock
 	c     *Coordinator
+	tune  func(*Options) // changes the options the coordinator opens with
 }
 
-func newFixture(t *testing.T) *fixture {
-	f := &fixture{t: t, fs: vfs.NewMem(), clock: newManualClock()}
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith opens the coordinator with options changed by tune.
+func newFixtureWith(t *testing.T, tune func(*Options)) *fixture {
+	f := &fixture{t: t, fs: vfs.NewMem(), clock: newManualClock(), tune: tune}
 	f.st = newLogStorage(t, f.fs, 4)
 	f.c = f.open()
 	t.Cleanup(func() { checkInvariants(t, f.c) })
@@ -200,8 +204,12 @@ func checkInvariants(t testing.TB, c *Coordinator) {
 
 func (f *fixture) open() *Coordinator {
 	f.t.Helper()
-	c, err := New(Options{Storage: f.st, Clock: f.clock, OffsetsPartitions: 4, InitialRebalanceDelay: 3 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{Storage: f.st, Clock: f.clock, OffsetsPartitions: 4, InitialRebalanceDelay: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if f.tune != nil {
+		f.tune(&opts)
+	}
+	c, err := New(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxProtocols bounds the protocols (assignors) one member may offer.
+// maxProtocols bounds the protocols (assignors) one member may offer; a
+// longer list, or a protocol type or name over maxNameBytes, is answered
+// INCONSISTENT_GROUP_PROTOCOL.
 const maxProtocols = 64
 
 // Client names the connection a request came from.
@@ -49,7 +51,7 @@ func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, client Client) (join
 	if req.Version == 0 || j.rebalance <= 0 {
 		j.rebalance = j.session
 	}
-	if req.ProtocolType == "" {
+	if req.ProtocolType == "" || len(req.ProtocolType) > maxNameBytes {
 		return joining{}, kerr.InconsistentGroupProtocol.Code
 	}
 	seen := map[string]bool{}
@@ -57,7 +59,7 @@ func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, client Client) (join
 		if seen[p.Name] {
 			continue
 		}
-		if len(j.protocols) == maxProtocols {
+		if len(j.protocols) == maxProtocols || len(p.Name) > maxNameBytes {
 			return joining{}, kerr.InconsistentGroupProtocol.Code
 		}
 		seen[p.Name] = true

@@ -13,7 +13,9 @@ import (
 //	        and metadata, the assignment            (+ memberOverhead)
 //	pending a member id handed out with MEMBER_ID_REQUIRED (+ pendingOverhead)
 //	offset  topic, commit metadata                  (+ offsetOverhead)
-//	group   group id                                (+ groupOverhead)
+//	group   group id (+ groupOverhead, which covers its protocol type,
+//	        protocol and leader: at most maxNameBytes, maxNameBytes and
+//	        maxLeaderID bytes)
 //
 // A group's members and pending ids are bounded by
 // Options.MaxGroupMetadataBytes; everything of every group together by
@@ -23,7 +25,11 @@ const (
 	memberOverhead  = 256
 	pendingOverhead = 64
 	offsetOverhead  = 96
-	groupOverhead   = 512
+	groupOverhead   = 1024
+	// maxNameBytes bounds a protocol type and a protocol name (Kafka's are
+	// unbounded; real ones, such as "consumer" or "cooperative-sticky",
+	// are short).
+	maxNameBytes = 255
 )
 
 // Bounds on the group record of __consumer_offsets: a RecordBatch v2 of one
