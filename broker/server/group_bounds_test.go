@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,11 @@ func TestGroupJoinPastMetadataBoundFailsTheClient(t *testing.T) {
 	t.Logf("the client saw: %v", got)
 	if st := ts.groups.Stats(); st.Members != 0 || st.Bytes > 64<<10 {
 		t.Fatalf("after the refused join the coordinator holds %d members, %d bytes", st.Members, st.Bytes)
+	}
+	rec := httptest.NewRecorder()
+	ts.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "sluice_group_bytes ") {
+		t.Error("/metrics lacks sluice_group_bytes")
 	}
 	big.Close()
 
