@@ -127,6 +127,36 @@ func TestGroupMemoryIsBoundedAndReleased(t *testing.T) {
 	}
 }
 
+// TestRejoinWithNewMetadataIsRecounted: a member that rejoins with other
+// metadata is counted at its new size, and one whose new metadata does not
+// fit is refused and leaves the group, releasing its bytes.
+func TestRejoinWithNewMetadataIsRecounted(t *testing.T) {
+	f := newFixtureWith(t, func(o *Options) { o.MaxGroupMetadataBytes = 1 << 20 })
+	id, ch := f.newMember("g")
+	f.clock.Advance(3 * time.Second)
+	resp := wait(t, f.c, ch)
+	if got := wait(t, f.c, f.sync("g", id, resp.Generation, map[string]string{id: "a"})); got.ErrorCode != 0 {
+		t.Fatalf("sync: %s", codeName(got.ErrorCode))
+	}
+	small, _ := f.groupBytes("g")
+	ch = f.joinAsync(bigJoin("g", id, 500<<10))
+	f.waitJoining("g", id, ch)
+	checkInvariants(t, f.c)
+	if members, _ := f.groupBytes("g"); members < 500<<10 {
+		t.Fatalf("after a rejoin with 500 KiB of metadata the group counts %d bytes (was %d)", members, small)
+	}
+	if resp := wait(t, f.c, ch); resp.ErrorCode != 0 {
+		t.Fatalf("rejoin: %s", codeName(resp.ErrorCode))
+	}
+	if resp := f.c.Join(context.Background(), bigJoin("g", id, 2<<20), Client{}); resp.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("rejoin with 2 MiB of metadata: %s, want MESSAGE_TOO_LARGE", codeName(resp.ErrorCode))
+	}
+	checkInvariants(t, f.c)
+	if members, _ := f.groupBytes("g"); members != 0 || f.c.Stats().Members != 0 {
+		t.Fatalf("the refused member is still counted: %d bytes, %d members", members, f.c.Stats().Members)
+	}
+}
+
 // TestOversizedGroupRecordEndsTheJoin: a member whose metadata would make
 // the group record larger than the offsets topic's max.message.bytes is
 // refused at its join with MESSAGE_TOO_LARGE, and the others form a

@@ -251,12 +251,14 @@ func (f *fixture) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupRe
 // wait returns the answer, ticking the coordinator until it comes.
 func wait[T any](t *testing.T, c *Coordinator, ch <-chan T) T {
 	t.Helper()
+	checkInvariants(t, c)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case v := <-ch:
 			return v
 		case <-time.After(5 * time.Millisecond):
+			checkInvariants(t, c)
 			c.Tick()
 			checkInvariants(t, c)
 		}
@@ -274,8 +276,10 @@ func (f *fixture) newMember(group string) (string, <-chan *kmsg.JoinGroupRespons
 	if resp.ErrorCode != kerr.MemberIDRequired.Code {
 		f.t.Fatalf("first join: code %d, want MEMBER_ID_REQUIRED", resp.ErrorCode)
 	}
+	checkInvariants(f.t, f.c)
 	ch := f.joinAsync(joinReq(group, resp.MemberID, nil, 9))
 	f.waitJoining(group, resp.MemberID, ch)
+	checkInvariants(f.t, f.c)
 	return resp.MemberID, ch
 }
 
