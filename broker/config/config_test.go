@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -136,6 +137,33 @@ func TestRetentionValuesAsKafka(t *testing.T) {
 			if strconv.FormatInt(got, 10) != c.value {
 				t.Errorf("topic %s=%s resolved to %d", c.key, c.value, got)
 			}
+		}
+	}
+}
+
+func TestGroupBoundProperties(t *testing.T) {
+	d := DefaultGroup()
+	if d.MaxMetadataBytes != 4<<20 || d.CoordinatorMaxBytes != 256<<20 || d.MaxSize != 10000 {
+		t.Fatalf("defaults: %+v", d)
+	}
+	b, err := FromProperties(map[string]string{"group.max.metadata.bytes": "1048576", "group.coordinator.max.bytes": "67108864"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Group()
+	if err != nil || g.MaxMetadataBytes != 1<<20 || g.CoordinatorMaxBytes != 64<<20 {
+		t.Fatalf("Group() = %+v, %v", g, err)
+	}
+	for _, key := range []string{"group.max.metadata.bytes", "group.coordinator.max.bytes"} {
+		if !IsGroupProperty(key) {
+			t.Errorf("%s is not a group property", key)
+		}
+		b, err := FromProperties(map[string]string{key: "0"})
+		if err == nil {
+			_, err = b.Group()
+		}
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=0: error %v, want one naming the key", key, err)
 		}
 	}
 }

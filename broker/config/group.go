@@ -14,6 +14,8 @@ type Group struct {
 	MaxSessionTimeoutMs             int64 // group.max.session.timeout.ms (1800000)
 	InitialRebalanceDelayMs         int64 // group.initial.rebalance.delay.ms (3000)
 	MaxSize                         int64 // group.max.size (sluice: 10000; Kafka: unbounded)
+	MaxMetadataBytes                int64 // group.max.metadata.bytes (sluice: 4194304): one group's member metadata and assignments
+	CoordinatorMaxBytes             int64 // group.coordinator.max.bytes (sluice: 268435456): all groups' members, offsets and ids together
 	OffsetsRetentionMinutes         int64 // offsets.retention.minutes (10080 = 7 days)
 	OffsetsRetentionCheckIntervalMs int64 // offsets.retention.check.interval.ms (600000)
 	OffsetsTopicNumPartitions       int64 // offsets.topic.num.partitions (50)
@@ -33,6 +35,8 @@ var groupProps = []groupProp{
 	{"group.max.session.timeout.ms", 1, func(g *Group) *int64 { return &g.MaxSessionTimeoutMs }},
 	{"group.initial.rebalance.delay.ms", 0, func(g *Group) *int64 { return &g.InitialRebalanceDelayMs }},
 	{"group.max.size", 1, func(g *Group) *int64 { return &g.MaxSize }},
+	{"group.max.metadata.bytes", 1, func(g *Group) *int64 { return &g.MaxMetadataBytes }},
+	{"group.coordinator.max.bytes", 1, func(g *Group) *int64 { return &g.CoordinatorMaxBytes }},
 	{"offsets.retention.minutes", 1, func(g *Group) *int64 { return &g.OffsetsRetentionMinutes }},
 	{"offsets.retention.check.interval.ms", 1, func(g *Group) *int64 { return &g.OffsetsRetentionCheckIntervalMs }},
 	{"offsets.topic.num.partitions", 1, func(g *Group) *int64 { return &g.OffsetsTopicNumPartitions }},
@@ -41,9 +45,11 @@ var groupProps = []groupProp{
 	{"log.cleaner.backoff.ms", 1, func(g *Group) *int64 { return &g.LogCleanerBackoffMs }},
 }
 
-// DefaultGroup returns Kafka's defaults.
+// DefaultGroup returns Kafka's defaults (sluice's where Kafka has no such key
+// or no bound).
 func DefaultGroup() Group {
 	return Group{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1800000, InitialRebalanceDelayMs: 3000, MaxSize: 10000,
+		MaxMetadataBytes: 4 << 20, CoordinatorMaxBytes: 256 << 20,
 		OffsetsRetentionMinutes: 7 * 24 * 60, OffsetsRetentionCheckIntervalMs: 600000, OffsetsTopicNumPartitions: 50,
 		OffsetMetadataMaxBytes: 4096, ProducerIDExpirationMs: 24 * 3600 * 1000, LogCleanerBackoffMs: 15000}
 }

@@ -114,11 +114,11 @@ func (c *Coordinator) deleteLocked(id string) int16 {
 		recs = append(recs, record{key: offsetKey(id, tp.topic, tp.partition)})
 	}
 	recs = append(recs, record{key: groupKey(id)})
-	if err := c.appendRecords(id, recs); err != nil {
+	if err := c.appendTombstones(id, recs); err != nil {
 		c.logger.Error("delete group", "group", id, "err", err)
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	delete(c.groups, id)
+	c.forget(g)
 	c.logger.Info("deleted group", "group", id)
 	return 0
 }

@@ -20,6 +20,9 @@ var (
 	ErrStorage = errors.New("group: storage")
 	// ErrCorruptOffsets is a record of the offsets topic that cannot be parsed.
 	ErrCorruptOffsets = errors.New("group: corrupt offsets record")
+	// ErrRecordTooLarge is a batch larger than the offsets topic accepts
+	// (its max.message.bytes). Storage.Append wraps it.
+	ErrRecordTooLarge = errors.New("group: record batch too large for the offsets topic")
 )
 
 // OffsetsTopic is the name of the internal compacted topic holding
@@ -45,6 +48,11 @@ type Storage interface {
 	Read(partition int32, from int64, maxBytes int) ([]byte, error)
 	// PartitionExists reports whether the topic has that partition.
 	PartitionExists(topic string, partition int32) bool
+	// MaxBatchBytes returns the largest batch Append accepts (the offsets
+	// topic's max.message.bytes); 0 when unknown (the topic does not exist
+	// yet). A larger batch's Append fails with an error wrapping
+	// ErrRecordTooLarge.
+	MaxBatchBytes() int
 }
 
 // Clock tells the time; tests pass a manual clock and call Tick.
@@ -68,6 +76,14 @@ type Options struct {
 	OffsetsRetentionCheck  time.Duration // offsets.retention.check.interval.ms (10 min)
 	MaxGroupSize           int           // group.max.size (sluice: 10,000; Kafka: unbounded)
 	OffsetMetadataMaxBytes int           // offset.metadata.max.bytes (4096)
+	// MaxGroupMetadataBytes bounds one group's members: their ids, clients,
+	// protocol metadata and assignments, as memory.go counts them
+	// (group.max.metadata.bytes, sluice: 4 MiB).
+	MaxGroupMetadataBytes int64
+	// MaxCoordinatorBytes bounds what all groups hold together: members,
+	// pending member ids, committed offsets and group ids
+	// (group.coordinator.max.bytes, sluice: 256 MiB).
+	MaxCoordinatorBytes int64
 }
 
 func (o *Options) defaults() {
@@ -103,6 +119,12 @@ func (o *Options) defaults() {
 	if o.OffsetMetadataMaxBytes <= 0 {
 		o.OffsetMetadataMaxBytes = 4096
 	}
+	if o.MaxGroupMetadataBytes <= 0 {
+		o.MaxGroupMetadataBytes = 4 << 20
+	}
+	if o.MaxCoordinatorBytes <= 0 {
+		o.MaxCoordinatorBytes = 256 << 20
+	}
 }
 
 // Coordinator is the group coordinator of a single broker: it owns every
@@ -120,9 +142,15 @@ type Coordinator struct {
 	partitions int32
 	// lastExpiry is when offsets were last checked for expiry.
 	lastExpiry time.Time
+	// timers and expiries queue the groups that have something due
+	// (schedule.go).
+	timers, expiries deadlineQueue
+	// mem counts the bytes all groups hold (memory.go).
+	mem memory
 
 	generations atomic.Int64 // generations formed (rebalances completed), for metrics
 	commits     atomic.Int64 // offsets committed, for metrics
+	tickVisits  atomic.Int64 // groups Tick looked at (timers and expiries), for metrics and tests
 }
 
 // Stats is a snapshot of the coordinator for metrics.
@@ -131,13 +159,20 @@ type Stats struct {
 	Members     int           // members of all groups
 	Generations int64         // generations formed since start
 	Commits     int64         // offsets committed since start
+	// Bytes is what all groups hold, as bounded by Options.MaxCoordinatorBytes.
+	Bytes int64
+	// TickVisits counts the groups Tick has looked at since start: a group
+	// is looked at when one of its deadlines or its offsets' expiry is due,
+	// never merely because it exists.
+	TickVisits int64
 }
 
 // Stats returns the current counts.
 func (c *Coordinator) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Groups: map[State]int{}, Generations: c.generations.Load(), Commits: c.commits.Load()}
+	st := Stats{Groups: map[State]int{}, Generations: c.generations.Load(), Commits: c.commits.Load(),
+		Bytes: c.mem.used, TickVisits: c.tickVisits.Load()}
 	for _, g := range c.groups {
 		st.Groups[g.state]++
 		st.Members += len(g.members)
@@ -152,7 +187,9 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Storage == nil {
 		return nil, fmt.Errorf("group: Options.Storage is required")
 	}
-	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{}}
+	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{},
+		timers:   deadlineQueue{slot: func(g *group) *queueSlot { return &g.timer }},
+		expiries: deadlineQueue{slot: func(g *group) *queueSlot { return &g.expiry }}}
 	c.lastExpiry = c.clock.Now()
 	n, err := opts.Storage.OffsetsPartitions(false)
 	if err != nil {
@@ -163,6 +200,10 @@ func New(opts Options) (*Coordinator, error) {
 		if err := c.load(p); err != nil {
 			return nil, err
 		}
+	}
+	now := c.clock.Now()
+	for _, g := range c.sortedGroups() {
+		c.reschedule(g, now)
 	}
 	return c, nil
 }
@@ -211,7 +252,7 @@ func (c *Coordinator) replay(p int32, r record, now time.Time) error {
 		tp := topicPartition{k.Topic, k.Partition}
 		if r.value == nil {
 			if g := c.groups[k.Group]; g != nil {
-				delete(g.offsets, tp)
+				g.dropOffset(tp)
 				c.dropIfUnused(g)
 			}
 			return nil
@@ -221,7 +262,7 @@ func (c *Coordinator) replay(p int32, r record, now time.Time) error {
 			return fmt.Errorf("%w: offset value in %s-%d: %v", ErrCorruptOffsets, OffsetsTopic, p, err)
 		}
 		g := c.groupOrNew(k.Group, now)
-		g.offsets[tp] = committed{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp}
+		g.setOffset(tp, committed{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp})
 	case keyGroupMetadata:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(r.key); err != nil {
@@ -248,14 +289,20 @@ func (c *Coordinator) replay(p int32, r record, now time.Time) error {
 // Tick runs what time decides: join phases whose wait is over, members whose
 // session expired, syncs that never came, and (every
 // offsets.retention.check.interval.ms) the expiry of offsets of empty
+// groups. It looks only at the groups that have something due
+// (schedule.go), so its cost at rest does not grow with the number of
 // groups. The broker calls it a few times a second; tests call it after
 // advancing their clock.
 func (c *Coordinator) Tick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	for _, g := range c.sortedGroups() {
+	// Each due group is looked at once per Tick, even if it comes due
+	// again at once.
+	for _, g := range c.timers.popDue(now) {
+		c.tickVisits.Add(1)
 		c.tickGroup(g, now)
+		c.reschedule(g, now)
 	}
 	if now.Sub(c.lastExpiry) >= c.opts.OffsetsRetentionCheck {
 		c.lastExpiry = now
@@ -276,7 +323,7 @@ func (c *Coordinator) sortedGroups() []*group {
 func (c *Coordinator) groupOrNew(id string, now time.Time) *group {
 	g := c.groups[id]
 	if g == nil {
-		g = newGroup(id, now)
+		g = newGroup(id, now, &c.mem)
 		c.groups[id] = g
 	}
 	return g
@@ -285,7 +332,7 @@ func (c *Coordinator) groupOrNew(id string, now time.Time) *group {
 // dropIfUnused forgets an Empty group without offsets or expected members.
 func (c *Coordinator) dropIfUnused(g *group) {
 	if g.state == StateEmpty && len(g.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0 {
-		delete(c.groups, g.id)
+		c.forget(g)
 	}
 }
 
@@ -315,6 +362,9 @@ func (c *Coordinator) appendRecords(groupID string, recs []record) error {
 	}
 	batch := encodeBatch(recs, c.clock.Now().UnixMilli())
 	p := partitionFor(groupID, c.partitions)
+	if limit := c.opts.Storage.MaxBatchBytes(); limit > 0 && len(batch) > limit {
+		return fmt.Errorf("%w: %d bytes for group %q, max.message.bytes of %s is %d", ErrRecordTooLarge, len(batch), groupID, OffsetsTopic, limit)
+	}
 	err := c.opts.Storage.Append(p, batch)
 	if err != nil {
 		// The topic may have been deleted by an administrator: recreate it
@@ -330,6 +380,26 @@ func (c *Coordinator) appendRecords(groupID string, recs []record) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: append to %s-%d: %w", ErrStorage, OffsetsTopic, p, err)
+	}
+	return nil
+}
+
+// appendTombstones writes records of group groupID in as many batches as
+// the offsets topic's max.message.bytes needs (an expiry or a delete of a
+// group with many offsets), in order. Each record stands alone, so a
+// failure part way leaves records that a retry writes again, harmlessly.
+func (c *Coordinator) appendTombstones(groupID string, recs []record) error {
+	limit := c.opts.Storage.MaxBatchBytes()
+	for len(recs) > 0 {
+		n, size := 0, recordBatchOverhead
+		for n < len(recs) && (n == 0 || limit <= 0 || size+len(recs[n].key)+len(recs[n].value)+recordOverhead <= limit) {
+			size += len(recs[n].key) + len(recs[n].value) + recordOverhead
+			n++
+		}
+		if err := c.appendRecords(groupID, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
 	}
 	return nil
 }

@@ -33,7 +33,48 @@
 // Time is an input: the coordinator reads Options.Clock and acts on time
 // only in Tick (session expiry, join and sync deadlines, offset expiry),
 // which the broker calls every 100 ms and tests call after advancing their
-// clock.
+// clock. Tick looks only at groups with something due (schedule.go): the
+// groups with members, pending member ids or a join or sync phase sit in a
+// queue by their earliest deadline; Empty groups sit in a second queue by
+// when their offsets expire, looked at every
+// offsets.retention.check.interval.ms. A group that only holds offsets
+// costs nothing at rest (Stats.TickVisits counts the groups looked at).
+//
+// # Bounds
+//
+// What one client can make the coordinator hold is counted in bytes
+// (memory.go) and bounded; a request past a bound is answered with a
+// non-retriable error, so the client reports it instead of retrying:
+//
+//	JoinGroup  members + pending ids past group.max.size        GROUP_MAX_SIZE_REACHED
+//	           a group's member metadata past
+//	           group.max.metadata.bytes (4 MiB)                MESSAGE_TOO_LARGE
+//	           all groups' bytes past group.coordinator.max.bytes
+//	           (256 MiB: members, offsets, ids)                 MESSAGE_TOO_LARGE
+//	           the group record past the offsets topic's
+//	           max.message.bytes                                MESSAGE_TOO_LARGE
+//	           over 64 protocols, a protocol type or name
+//	           over 255 bytes                                   INCONSISTENT_GROUP_PROTOCOL
+//	SyncGroup  the assignment past any of the byte bounds       MESSAGE_TOO_LARGE, to the
+//	                                                            leader and every follower;
+//	                                                            the group rebalances
+//	OffsetCommit metadata past offset.metadata.max.bytes        OFFSET_METADATA_TOO_LARGE
+//	           records past one batch of the offsets topic,
+//	           or past group.coordinator.max.bytes              INVALID_COMMIT_OFFSET_SIZE
+//
+// The codes: GROUP_MAX_SIZE_REACHED is Kafka's; Java's consumer throws it
+// from poll. For a byte bound Kafka has no join-time check (a group record
+// too large fails the leader's SyncGroup with UNKNOWN_SERVER_ERROR, and the
+// group rebalances again and again); sluice answers the join (or the sync)
+// MESSAGE_TOO_LARGE, non-retriable in every client: franz-go returns it
+// from PollFetches (ErrGroupSession), Java's consumer throws it from poll.
+// A member refused at a rejoin leaves the group. INVALID_COMMIT_OFFSET_SIZE
+// is Kafka's answer to a commit the log refuses for its size. The broker
+// logs which bound was hit, with the sizes. A member leaving or expiring
+// releases its bytes; an Empty group holds only its id and offsets.
+// Answers assembled from what is held (ListGroups, DescribeGroups,
+// OffsetFetch, whose repeated names are answered once) are bounded by the
+// bytes held and the request's own size.
 //
 // # Records of __consumer_offsets (Kafka's formats, so a Kafka tool can read them)
 //
@@ -45,7 +86,9 @@
 //	tombstone       same key, null value: the offset or the group was deleted or expired
 //
 // A group's records go to partition abs(javaHashCode(group)) % partitions,
-// as on Kafka. Each commit is one uncompressed RecordBatch v2. The newest
+// as on Kafka. Each commit is one uncompressed RecordBatch v2 (refused when
+// larger than the topic's max.message.bytes); the tombstones of a delete or
+// an expiry are split over as many batches as that limit needs. The newest
 // record of a key wins; the topic is cleanup.policy=compact. New replays
 // every partition at start: committed offsets, and the last generation's
 // members, whose sessions restart at the time of loading (so a broker

@@ -54,6 +54,8 @@ type member struct {
 	joinWait chan *kmsg.JoinGroupResponse // a JoinGroup waiting for the join phase to end
 	joinVer  int16
 	syncWait chan *kmsg.SyncGroupResponse // a follower's SyncGroup waiting for the leader
+
+	bytes, recordBytes int64 // size() and recordSize() as counted in the group (memory.go)
 }
 
 func (m *member) metadataFor(name string) []byte {
@@ -91,11 +93,24 @@ type group struct {
 	rebalanceDeadline time.Time // the join phase ends here whoever has not joined
 	joinReadyAt       time.Time // initial rebalance delay: not before this
 	syncDeadline      time.Time // members that have not synced by then are removed
+
+	// Bytes held (memory.go): memberBytes counts members and pending ids
+	// (bounded by Options.MaxGroupMetadataBytes), offsetBytes committed
+	// offsets, recordBytes bounds the members' part of the group record;
+	// mem is the coordinator's total, which these changes update too.
+	memberBytes, offsetBytes, recordBytes int64
+	mem                                   *memory
+
+	timer  queueSlot // in Coordinator.timers while the group has a deadline (schedule.go)
+	expiry queueSlot // in Coordinator.expiries while Empty with something to expire
 }
 
-func newGroup(id string, now time.Time) *group {
-	return &group{id: id, state: StateEmpty, stateSince: now, members: map[string]*member{},
-		pending: map[string]time.Time{}, static: map[string]string{}, offsets: map[topicPartition]committed{}}
+// newGroup returns an Empty group, counting its bytes in mem.
+func newGroup(id string, now time.Time, mem *memory) *group {
+	g := &group{id: id, state: StateEmpty, stateSince: now, members: map[string]*member{},
+		pending: map[string]time.Time{}, static: map[string]string{}, offsets: map[topicPartition]committed{}, mem: mem}
+	mem.used += g.footprint()
+	return g
 }
 
 func (g *group) setState(s State, now time.Time) {
@@ -106,6 +121,12 @@ func (g *group) setState(s State, now time.Time) {
 
 // resetMembership forgets members and protocol (a group tombstone).
 func (g *group) resetMembership() {
+	for _, m := range g.members {
+		g.unaccount(m)
+	}
+	for id := range g.pending {
+		g.dropPending(id)
+	}
 	g.members, g.static, g.pending = map[string]*member{}, map[string]string{}, map[string]time.Time{}
 	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
 	g.state = StateEmpty
@@ -140,7 +161,11 @@ func (g *group) restore(v *kmsg.GroupMetadataValue, now time.Time) {
 			m.instanceID = *vm.InstanceID
 			g.static[m.instanceID] = m.id
 		}
+		if prev := g.members[m.id]; prev != nil {
+			g.unaccount(prev) // a member listed twice: the last entry wins
+		}
 		g.members[m.id] = m
+		g.account(m)
 	}
 	if len(g.members) > 0 {
 		g.state = StateStable
@@ -290,6 +315,7 @@ func (g *group) removeMember(m *member, code int16) {
 		m.syncWait = nil
 	}
 	delete(g.members, m.id)
+	g.unaccount(m)
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {
 		delete(g.static, m.instanceID)
 	}
@@ -354,7 +380,7 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 		}
 	}
 	for id := range g.pending {
-		delete(g.pending, id)
+		g.dropPending(id)
 	}
 	g.generation++
 	if len(g.members) == 0 {
@@ -399,18 +425,13 @@ func (c *Coordinator) joinResponse(g *group, m *member, version int16) *kmsg.Joi
 	return resp
 }
 
-// tickGroup applies the passage of time to one group.
+// tickGroup applies the passage of time to one group (Tick then requeues
+// it, or forgets it when nothing is left).
 func (c *Coordinator) tickGroup(g *group, now time.Time) {
 	for id, deadline := range g.pending {
 		if !now.Before(deadline) {
-			delete(g.pending, id)
+			g.dropPending(id)
 		}
-	}
-	if g.state == StateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.generation == 0 {
-		// A join that never completed (MEMBER_ID_REQUIRED and gone):
-		// nothing was stored, nothing to keep.
-		c.dropIfUnused(g)
-		return
 	}
 	expired := false
 	for _, m := range g.sortedMembers() {

@@ -112,6 +112,8 @@ func (st *logStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
 	return r.Bytes()
 }
 
+func (st *logStorage) MaxBatchBytes() int { return st.cfg.MaxMessageBytes }
+
 func (st *logStorage) PartitionExists(topic string, p int32) bool {
 	n, ok := st.topic[topic]
 	return ok && p >= 0 && p < n
@@ -131,19 +133,83 @@ type fixture struct {
 	st    *logStorage
 	clock *manualClock
 	c     *Coordinator
+	tune  func(*Options) // changes the options the coordinator opens with
 }
 
-func newFixture(t *testing.T) *fixture {
-	f := &fixture{t: t, fs: vfs.NewMem(), clock: newManualClock()}
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith opens the coordinator with options changed by tune.
+func newFixtureWith(t *testing.T, tune func(*Options)) *fixture {
+	f := &fixture{t: t, fs: vfs.NewMem(), clock: newManualClock(), tune: tune}
 	f.st = newLogStorage(t, f.fs, 4)
 	f.c = f.open()
+	t.Cleanup(func() { checkInvariants(t, f.c) })
 	return f
+}
+
+// checkInvariants recomputes from scratch what the coordinator counts
+// (memory.go) and queues (schedule.go), and fails the test where its
+// running counts and queues disagree: every byte held is counted, and no
+// group with a deadline or an expiry is missing from its queue or queued
+// later than it is due.
+func checkInvariants(t testing.TB, c *Coordinator) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	var total int64
+	for id, g := range c.groups {
+		var members, record, offsets int64
+		for _, m := range g.members {
+			if m.bytes != m.size() || m.recordBytes != m.recordSize() {
+				t.Errorf("group %s member %s: counted %d/%d bytes, holds %d/%d", id, m.id, m.bytes, m.recordBytes, m.size(), m.recordSize())
+			}
+			members += m.size()
+			record += m.recordSize()
+		}
+		for pid := range g.pending {
+			members += pendingSize(pid)
+		}
+		for tp, o := range g.offsets {
+			offsets += offsetSize(tp, o)
+		}
+		if g.memberBytes != members || g.recordBytes != record || g.offsetBytes != offsets {
+			t.Errorf("group %s: counted members %d, record %d, offsets %d; holds %d, %d, %d", id, g.memberBytes, g.recordBytes, g.offsetBytes, members, record, offsets)
+		}
+		if g.mem != &c.mem {
+			t.Errorf("group %s counts its bytes elsewhere", id)
+		}
+		total += groupOverhead + int64(len(id)) + members + offsets
+		if at, ok := g.nextDeadline(now); ok && (g.timer.pos == 0 || g.timer.at.After(at)) {
+			t.Errorf("group %s (%s) has a deadline at %v but is queued at %v (queued: %v)", id, g.state, at, g.timer.at, g.timer.pos != 0)
+		}
+		if at, ok := g.expiryAt(c.opts.OffsetsRetention); ok {
+			latest := maxTime(at, c.lastExpiry.Add(c.opts.OffsetsRetentionCheck))
+			if g.expiry.pos == 0 || g.expiry.at.After(latest) {
+				t.Errorf("group %s expires at %v but is queued for expiry at %v (queued: %v)", id, at, g.expiry.at, g.expiry.pos != 0)
+			}
+		}
+	}
+	if c.mem.used != total {
+		t.Errorf("coordinator: counted %d bytes, groups hold %d", c.mem.used, total)
+	}
+	for _, q := range []*deadlineQueue{&c.timers, &c.expiries} {
+		for i, g := range q.groups {
+			if c.groups[g.id] != g || q.slot(g).pos != i+1 {
+				t.Errorf("queue holds group %s at %d (slot %d), forgotten or misplaced", g.id, i, q.slot(g).pos)
+			}
+		}
+	}
 }
 
 func (f *fixture) open() *Coordinator {
 	f.t.Helper()
-	c, err := New(Options{Storage: f.st, Clock: f.clock, OffsetsPartitions: 4, InitialRebalanceDelay: 3 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{Storage: f.st, Clock: f.clock, OffsetsPartitions: 4, InitialRebalanceDelay: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if f.tune != nil {
+		f.tune(&opts)
+	}
+	c, err := New(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -185,13 +251,16 @@ func (f *fixture) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupRe
 // wait returns the answer, ticking the coordinator until it comes.
 func wait[T any](t *testing.T, c *Coordinator, ch <-chan T) T {
 	t.Helper()
+	checkInvariants(t, c)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case v := <-ch:
 			return v
 		case <-time.After(5 * time.Millisecond):
+			checkInvariants(t, c)
 			c.Tick()
+			checkInvariants(t, c)
 		}
 	}
 	t.Fatal("no answer within 10 s")
@@ -207,8 +276,10 @@ func (f *fixture) newMember(group string) (string, <-chan *kmsg.JoinGroupRespons
 	if resp.ErrorCode != kerr.MemberIDRequired.Code {
 		f.t.Fatalf("first join: code %d, want MEMBER_ID_REQUIRED", resp.ErrorCode)
 	}
+	checkInvariants(f.t, f.c)
 	ch := f.joinAsync(joinReq(group, resp.MemberID, nil, 9))
 	f.waitJoining(group, resp.MemberID, ch)
+	checkInvariants(f.t, f.c)
 	return resp.MemberID, ch
 }
 

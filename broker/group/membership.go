@@ -3,13 +3,16 @@ package group
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxProtocols bounds the protocols (assignors) one member may offer.
+// maxProtocols bounds the protocols (assignors) one member may offer; a
+// longer list, or a protocol type or name over maxNameBytes, is answered
+// INCONSISTENT_GROUP_PROTOCOL.
 const maxProtocols = 64
 
 // Client names the connection a request came from.
@@ -20,115 +23,77 @@ type Client struct {
 
 func msDuration(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// Join serves JoinGroup. It returns when the join phase ends (every member
-// rejoined, or the rebalance timeout passed) or ctx ends.
-func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, client Client) *kmsg.JoinGroupResponse {
-	fail := func(code int16) *kmsg.JoinGroupResponse { return joinError(req.Version, code, req.MemberID) }
+// joining is a JoinGroup's validated fields.
+type joining struct {
+	session, rebalance time.Duration
+	protocols          []protocol
+	instanceID         string
+	protocolType       string
+	client             Client
+}
+
+// fill sets what a join tells about member m.
+func (j *joining) fill(m *member, now time.Time) {
+	m.clientID, m.clientHost, m.protocolType, m.protocols = j.client.ID, j.client.Host, j.protocolType, j.protocols
+	m.sessionTimeout, m.rebalanceTimeout, m.lastSeen = j.session, j.rebalance, now
+}
+
+// parseJoin validates a JoinGroup; a non-zero code is the answer.
+func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, client Client) (joining, int16) {
 	if req.Group == "" {
-		return fail(kerr.InvalidGroupID.Code)
+		return joining{}, kerr.InvalidGroupID.Code
 	}
-	session := msDuration(req.SessionTimeoutMillis)
-	if session < c.opts.MinSessionTimeout || session > c.opts.MaxSessionTimeout {
-		return fail(kerr.InvalidSessionTimeout.Code)
+	j := joining{session: msDuration(req.SessionTimeoutMillis), rebalance: msDuration(req.RebalanceTimeoutMillis),
+		protocolType: req.ProtocolType, client: client}
+	if j.session < c.opts.MinSessionTimeout || j.session > c.opts.MaxSessionTimeout {
+		return joining{}, kerr.InvalidSessionTimeout.Code
 	}
-	rebalance := msDuration(req.RebalanceTimeoutMillis)
-	if req.Version == 0 || rebalance <= 0 {
-		rebalance = session
+	if req.Version == 0 || j.rebalance <= 0 {
+		j.rebalance = j.session
 	}
-	var protocols []protocol
+	if req.ProtocolType == "" || len(req.ProtocolType) > maxNameBytes {
+		return joining{}, kerr.InconsistentGroupProtocol.Code
+	}
 	seen := map[string]bool{}
 	for _, p := range req.Protocols {
 		if seen[p.Name] {
 			continue
 		}
+		if len(j.protocols) == maxProtocols || len(p.Name) > maxNameBytes {
+			return joining{}, kerr.InconsistentGroupProtocol.Code
+		}
 		seen[p.Name] = true
-		protocols = append(protocols, protocol{name: p.Name, metadata: bytes.Clone(p.Metadata)})
+		j.protocols = append(j.protocols, protocol{name: p.Name, metadata: bytes.Clone(p.Metadata)})
 	}
-	if len(protocols) == 0 || len(protocols) > maxProtocols || req.ProtocolType == "" {
-		return fail(kerr.InconsistentGroupProtocol.Code)
+	if len(j.protocols) == 0 {
+		return joining{}, kerr.InconsistentGroupProtocol.Code
 	}
-	instanceID := ""
 	if req.InstanceID != nil {
-		instanceID = *req.InstanceID
+		j.instanceID = *req.InstanceID
 	}
+	return j, 0
+}
 
+// Join serves JoinGroup. It returns when the join phase ends (every member
+// rejoined, or the rebalance timeout passed) or ctx ends. A member that
+// would take the group or the coordinator past a bound (memory.go) is
+// answered at once: GROUP_MAX_SIZE_REACHED past group.max.size,
+// MESSAGE_TOO_LARGE past a byte bound; it is not in the group afterwards.
+func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, client Client) *kmsg.JoinGroupResponse {
+	fail := func(code int16) *kmsg.JoinGroupResponse { return joinError(req.Version, code, req.MemberID) }
+	j, code := c.parseJoin(req, client)
+	if code != 0 {
+		return fail(code)
+	}
 	c.mu.Lock()
 	now := c.clock.Now()
-	g := c.groups[req.Group]
-	if g == nil {
-		if req.MemberID != "" {
-			c.mu.Unlock()
-			return fail(kerr.UnknownMemberID.Code)
+	g, m, resp := c.joinLocked(req, &j, now)
+	if resp != nil {
+		if g != nil {
+			c.reschedule(g, now)
 		}
-		g = c.groupOrNew(req.Group, now)
-	}
-	if !g.supportsProtocols(req.ProtocolType, protocols, req.MemberID) {
-		c.dropIfUnused(g)
 		c.mu.Unlock()
-		return fail(kerr.InconsistentGroupProtocol.Code)
-	}
-	fill := func(m *member) {
-		m.clientID, m.clientHost, m.protocolType, m.protocols = client.ID, client.Host, req.ProtocolType, protocols
-		m.sessionTimeout, m.rebalanceTimeout, m.lastSeen = session, rebalance, now
-	}
-	var m *member
-	var immediate *kmsg.JoinGroupResponse
-	switch {
-	case req.MemberID == "" && instanceID != "" && g.static[instanceID] != "":
-		m, immediate = c.rejoinStatic(g, g.members[g.static[instanceID]], req, fill, now)
-	case req.MemberID == "":
-		if len(g.members)+len(g.pending) >= c.opts.MaxGroupSize {
-			c.mu.Unlock()
-			return fail(kerr.GroupMaxSizeReached.Code)
-		}
-		prefix := client.ID
-		if instanceID != "" {
-			prefix = instanceID
-		}
-		id := newMemberID(prefix)
-		if req.Version >= 4 && instanceID == "" {
-			// KIP-394: the member learns its id first, so that a join
-			// that times out on the client does not leave a ghost member.
-			g.pending[id] = now.Add(session)
-			c.mu.Unlock()
-			resp := joinError(req.Version, kerr.MemberIDRequired.Code, id)
-			return resp
-		}
-		m = c.addMember(g, id, instanceID, fill, now)
-	default:
-		if instanceID != "" && g.static[instanceID] != "" && g.static[instanceID] != req.MemberID {
-			c.mu.Unlock()
-			return fail(kerr.FencedInstanceID.Code)
-		}
-		m = g.members[req.MemberID]
-		if m == nil {
-			if _, ok := g.pending[req.MemberID]; !ok {
-				c.mu.Unlock()
-				return fail(kerr.UnknownMemberID.Code)
-			}
-			delete(g.pending, req.MemberID)
-			m = c.addMember(g, req.MemberID, instanceID, fill, now)
-			break
-		}
-		if m.instanceID != instanceID {
-			c.mu.Unlock()
-			return fail(kerr.FencedInstanceID.Code)
-		}
-		same := sameProtocols(m.protocols, protocols)
-		fill(m)
-		switch g.state {
-		case StateCompletingRebalance, StateStable:
-			if same && (g.state == StateCompletingRebalance || m.id != g.leader) {
-				// A follower that lost the answer: send it again.
-				immediate = c.joinResponse(g, m, req.Version)
-			} else {
-				c.prepareRebalance(g, now, "member "+m.id+" rejoined with new metadata")
-			}
-		}
-	}
-	if immediate != nil {
-		c.mu.Unlock()
-		return immediate
+		return resp
 	}
 	if m.joinWait != nil {
 		m.joinWait <- joinError(m.joinVer, kerr.RebalanceInProgress.Code, m.id)
@@ -136,6 +101,7 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	m.joined, m.joinWait, m.joinVer = true, ch, req.Version
 	c.maybeCompleteJoin(g, now)
+	c.reschedule(g, now)
 	c.mu.Unlock()
 
 	select {
@@ -145,6 +111,7 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		c.mu.Lock()
 		if m.joinWait == ch {
 			m.joinWait = nil
+			c.reschedule(g, c.clock.Now()) // its session counts again
 		}
 		c.mu.Unlock()
 		select {
@@ -153,6 +120,111 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		default:
 			return fail(kerr.RebalanceInProgress.Code)
 		}
+	}
+}
+
+// joinLocked applies a join to the group: it returns the member that now
+// waits for the join phase to end, or the answer to send at once (g is the
+// group the join touched, nil if none).
+func (c *Coordinator) joinLocked(req *kmsg.JoinGroupRequest, j *joining, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
+	fail := func(g *group, code int16) (*group, *member, *kmsg.JoinGroupResponse) {
+		return g, nil, joinError(req.Version, code, req.MemberID)
+	}
+	g := c.groups[req.Group]
+	if g == nil {
+		if req.MemberID != "" {
+			return fail(nil, kerr.UnknownMemberID.Code)
+		}
+		g = c.groupOrNew(req.Group, now)
+	}
+	if !g.supportsProtocols(req.ProtocolType, j.protocols, req.MemberID) {
+		c.dropIfUnused(g)
+		return fail(g, kerr.InconsistentGroupProtocol.Code)
+	}
+	cand := &member{instanceID: j.instanceID}
+	j.fill(cand, now)
+	switch {
+	case req.MemberID == "" && j.instanceID != "" && g.static[j.instanceID] != "":
+		old := g.members[g.static[j.instanceID]]
+		cand.id, cand.assignment, cand.synced = newMemberID(j.instanceID), old.assignment, old.synced
+		if r, ok := c.admit(g, cand, old); !ok {
+			c.refuse(g, cand, old, r, now)
+			return fail(g, r.code)
+		}
+		m, immediate := c.rejoinStatic(g, old, cand, req.Version, now)
+		if immediate != nil {
+			return g, nil, immediate
+		}
+		return g, m, nil
+	case req.MemberID == "":
+		if len(g.members)+len(g.pending) >= c.opts.MaxGroupSize {
+			c.refuse(g, cand, nil, refusal{kerr.GroupMaxSizeReached.Code, "group.max.size",
+				int64(len(g.members) + len(g.pending) + 1), int64(c.opts.MaxGroupSize)}, now)
+			return fail(g, kerr.GroupMaxSizeReached.Code)
+		}
+		prefix := j.client.ID
+		if j.instanceID != "" {
+			prefix = j.instanceID
+		}
+		cand.id = newMemberID(prefix)
+		if r, ok := c.admit(g, cand, nil); !ok {
+			c.refuse(g, cand, nil, r, now)
+			return fail(g, r.code)
+		}
+		if req.Version >= 4 && j.instanceID == "" {
+			// KIP-394: the member learns its id first, so that a join
+			// that times out on the client does not leave a ghost member.
+			g.addPending(cand.id, now.Add(j.session))
+			return g, nil, joinError(req.Version, kerr.MemberIDRequired.Code, cand.id)
+		}
+		return g, c.addMember(g, cand, now), nil
+	}
+	if j.instanceID != "" && g.static[j.instanceID] != "" && g.static[j.instanceID] != req.MemberID {
+		return fail(g, kerr.FencedInstanceID.Code)
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		if _, ok := g.pending[req.MemberID]; !ok {
+			return fail(g, kerr.UnknownMemberID.Code)
+		}
+		g.dropPending(req.MemberID)
+		cand.id = req.MemberID
+		if r, ok := c.admit(g, cand, nil); !ok {
+			c.refuse(g, cand, nil, r, now)
+			return fail(g, r.code)
+		}
+		return g, c.addMember(g, cand, now), nil
+	}
+	if m.instanceID != j.instanceID {
+		return fail(g, kerr.FencedInstanceID.Code)
+	}
+	cand.id, cand.assignment = m.id, m.assignment
+	if r, ok := c.admit(g, cand, m); !ok {
+		c.refuse(g, cand, m, r, now)
+		return fail(g, r.code)
+	}
+	same := sameProtocols(m.protocols, j.protocols)
+	j.fill(m, now)
+	g.account(m)
+	switch g.state {
+	case StateCompletingRebalance, StateStable:
+		if same && (g.state == StateCompletingRebalance || m.id != g.leader) {
+			// A follower that lost the answer: send it again.
+			return g, nil, c.joinResponse(g, m, req.Version)
+		}
+		c.prepareRebalance(g, now, "member "+m.id+" rejoined with new metadata")
+	}
+	return g, m, nil
+}
+
+// refuse logs a join that does not fit a bound; the member it would have
+// replaced (old, if any) leaves the group.
+func (c *Coordinator) refuse(g *group, cand, old *member, r refusal, now time.Time) {
+	c.logger.Warn("join refused: the member does not fit a bound; the client gets "+kerr.ErrorForCode(r.code).Error(),
+		"group", g.id, "member", cand.id, "client", cand.clientID, "bound", r.bound, "need", r.need, "limit", r.limit)
+	if old != nil {
+		g.removeMember(old, r.code)
+		c.membershipChanged(g, now, "member "+old.id+" refused: over "+r.bound)
 	}
 }
 
@@ -169,12 +241,11 @@ func sameProtocols(a, b []protocol) bool {
 }
 
 // addMember adds a new member and starts (or extends) a join phase.
-func (c *Coordinator) addMember(g *group, id, instanceID string, fill func(*member), now time.Time) *member {
-	m := &member{id: id, instanceID: instanceID}
-	fill(m)
-	g.members[id] = m
-	if instanceID != "" {
-		g.static[instanceID] = id
+func (c *Coordinator) addMember(g *group, m *member, now time.Time) *member {
+	g.members[m.id] = m
+	g.account(m)
+	if m.instanceID != "" {
+		g.static[m.instanceID] = m.id
 	}
 	if len(g.members) == 1 {
 		g.protocolType = m.protocolType
@@ -187,7 +258,7 @@ func (c *Coordinator) addMember(g *group, id, instanceID string, fill func(*memb
 		}
 		g.rebalanceDeadline = maxTime(g.rebalanceDeadline, now.Add(m.rebalanceTimeout))
 	} else {
-		c.prepareRebalance(g, now, "member "+id+" joined")
+		c.prepareRebalance(g, now, "member "+m.id+" joined")
 	}
 	return m
 }
@@ -207,24 +278,23 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // rejoinStatic handles a static member that restarted (no member id, known
-// instance id): it gets a new member id, the old one is fenced. A Stable
-// group whose follower comes back with the same metadata keeps its
-// assignment without a rebalance (the point of static membership).
-func (c *Coordinator) rejoinStatic(g *group, old *member, req *kmsg.JoinGroupRequest, fill func(*member), now time.Time) (*member, *kmsg.JoinGroupResponse) {
-	prefix := old.instanceID
-	m := &member{id: newMemberID(prefix), instanceID: old.instanceID, assignment: old.assignment, synced: old.synced}
-	fill(m)
+// instance id): it comes back as m, with a new member id; the old one is
+// fenced. A Stable group whose follower comes back with the same metadata
+// keeps its assignment without a rebalance (the point of static
+// membership).
+func (c *Coordinator) rejoinStatic(g *group, old, m *member, version int16, now time.Time) (*member, *kmsg.JoinGroupResponse) {
 	same := sameProtocols(old.protocols, m.protocols)
 	wasLeader := g.leader == old.id
 	g.removeMember(old, kerr.FencedInstanceID.Code)
 	g.members[m.id] = m
+	g.account(m)
 	g.static[m.instanceID] = m.id
 	if wasLeader {
 		g.leader = m.id
 	}
 	c.logger.Info("static member rejoined", "group", g.id, "instance", m.instanceID, "old_member", old.id, "member", m.id)
 	if g.state == StateStable && same && !wasLeader {
-		return m, c.joinResponse(g, m, req.Version)
+		return m, c.joinResponse(g, m, version)
 	}
 	if g.state != StatePreparingRebalance {
 		c.prepareRebalance(g, now, "static member "+m.instanceID+" rejoined")
@@ -306,6 +376,7 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 			c.mu.Lock()
 			if m.syncWait == ch {
 				m.syncWait = nil
+				c.reschedule(g, c.clock.Now()) // its session counts again
 			}
 			c.mu.Unlock()
 			select {
@@ -318,24 +389,21 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		resp.ErrorCode, resp.MemberAssignment = got.ErrorCode, got.MemberAssignment
 		return resp
 	}
-	assign := make(map[string][]byte, len(req.GroupAssignment))
-	for _, a := range req.GroupAssignment {
-		if _, ok := g.members[a.MemberID]; ok {
-			assign[a.MemberID] = bytes.Clone(a.MemberAssignment)
+	if code := c.assign(g, req.GroupAssignment, now); code != 0 {
+		// Followers waiting for the assignment get the same error (the
+		// join phase that follows tells the others to rejoin).
+		for _, o := range g.members {
+			if o.syncWait != nil && code == kerr.MessageTooLarge.Code {
+				r := kmsg.NewPtrSyncGroupResponse()
+				r.ErrorCode = code
+				o.syncWait <- r
+				o.syncWait = nil
+			}
 		}
-	}
-	for id, o := range g.members {
-		o.assignment = assign[id]
-		if o.assignment == nil {
-			o.assignment = []byte{}
-		}
-	}
-	g.setState(StateStable, now)
-	if err := c.appendRecords(g.id, []record{{key: groupKey(g.id), value: g.metadataValue()}}); err != nil {
-		c.logger.Error("store group assignment; rebalancing", "group", g.id, "err", err)
-		c.prepareRebalance(g, now, "could not store the assignment")
+		c.prepareRebalance(g, now, "the assignment could not be stored")
+		c.reschedule(g, now)
 		c.mu.Unlock()
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		resp.ErrorCode = code
 		return resp
 	}
 	for _, o := range g.members {
@@ -346,9 +414,73 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 			o.syncWait = nil
 		}
 	}
+	c.reschedule(g, now)
 	resp.MemberAssignment = m.assignment
 	c.mu.Unlock()
 	return resp
+}
+
+// assign applies the leader's assignment, makes the group Stable and stores
+// its record. A non-zero code means nothing changed: MESSAGE_TOO_LARGE when
+// the assignments take the group past group.max.metadata.bytes, the
+// coordinator past group.coordinator.max.bytes or the record past the
+// offsets topic's max.message.bytes; COORDINATOR_NOT_AVAILABLE when the
+// record could not be stored.
+func (c *Coordinator) assign(g *group, leader []kmsg.SyncGroupRequestGroupAssignment, now time.Time) int16 {
+	assigned := make(map[string][]byte, len(g.members))
+	var grow int64
+	for _, a := range leader {
+		if o, ok := g.members[a.MemberID]; ok {
+			if prev, dup := assigned[a.MemberID]; dup {
+				grow -= int64(len(prev) - len(o.assignment)) // the last entry wins
+			}
+			assigned[a.MemberID] = a.MemberAssignment
+			grow += int64(len(a.MemberAssignment) - len(o.assignment))
+		}
+	}
+	for id, o := range g.members {
+		if _, ok := assigned[id]; !ok {
+			grow -= int64(len(o.assignment))
+		}
+	}
+	tooLarge := func(bound string, need, limit int64) int16 {
+		c.logger.Warn("assignment refused: it does not fit a bound; the members get MESSAGE_TOO_LARGE and rejoin",
+			"group", g.id, "generation", g.generation, "bound", bound, "need", need, "limit", limit)
+		return kerr.MessageTooLarge.Code
+	}
+	if need := g.memberBytes + grow; need > c.opts.MaxGroupMetadataBytes {
+		return tooLarge("group.max.metadata.bytes", need, c.opts.MaxGroupMetadataBytes)
+	}
+	if need := c.mem.used + grow; grow > 0 && need > c.opts.MaxCoordinatorBytes {
+		return tooLarge("group.coordinator.max.bytes", need, c.opts.MaxCoordinatorBytes)
+	}
+	previous := make(map[string][]byte, len(g.members))
+	for id, o := range g.members {
+		previous[id] = o.assignment
+		o.assignment = bytes.Clone(assigned[id])
+		if o.assignment == nil {
+			o.assignment = []byte{}
+		}
+		g.account(o)
+	}
+	state, since := g.state, g.stateSince
+	g.setState(StateStable, now)
+	err := c.appendRecords(g.id, []record{{key: groupKey(g.id), value: g.metadataValue()}})
+	if err == nil {
+		return 0
+	}
+	for id, o := range g.members {
+		o.assignment = previous[id]
+		g.account(o)
+	}
+	g.state, g.stateSince = state, since
+	if errors.Is(err, ErrRecordTooLarge) {
+		c.logger.Warn("assignment refused: the group record does not fit the offsets topic; the members get MESSAGE_TOO_LARGE and rejoin",
+			"group", g.id, "generation", g.generation, "bound", "max.message.bytes of "+OffsetsTopic, "err", err)
+		return kerr.MessageTooLarge.Code
+	}
+	c.logger.Error("store group assignment; rebalancing", "group", g.id, "err", err)
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // Heartbeat serves Heartbeat: it keeps the member's session alive and tells
@@ -416,6 +548,7 @@ func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 	}
 	if changed {
 		c.membershipChanged(g, now, "member left")
+		c.reschedule(g, now)
 	}
 	return resp
 }
@@ -435,7 +568,7 @@ func (c *Coordinator) leaveOne(g *group, memberID, instance string, changed *boo
 		memberID = cur
 	}
 	if _, ok := g.pending[memberID]; ok {
-		delete(g.pending, memberID)
+		g.dropPending(memberID)
 		*changed = true
 		return 0
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -68,11 +69,6 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 		all(code)
 		return resp
 	}
-	type accepted struct {
-		i, j int
-		tp   topicPartition
-		o    committed
-	}
 	var ok []accepted
 	var recs []record
 	// A partition named twice is stored once: the last value wins, both
@@ -114,21 +110,69 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 			}
 		}
 	}
-	if err := c.appendRecords(req.Group, recs); err != nil {
-		c.logger.Error("store offsets", "group", req.Group, "err", err)
+	refuse := func(code int16) {
 		for _, a := range ok {
-			codes[a.i][a.j] = kerr.CoordinatorNotAvailable.Code
+			codes[a.i][a.j] = code
 		}
+	}
+	if grow := c.commitGrowth(g, req.Group, ok); grow > 0 && c.mem.used+grow > c.opts.MaxCoordinatorBytes {
+		c.logger.Warn("offset commit refused: the coordinator holds group.coordinator.max.bytes; the client gets INVALID_COMMIT_OFFSET_SIZE",
+			"group", req.Group, "partitions", len(ok), "need", c.mem.used+grow, "limit", c.opts.MaxCoordinatorBytes)
+		refuse(kerr.InvalidCommitOffsetSize.Code)
+		return resp
+	}
+	if err := c.appendRecords(req.Group, recs); err != nil {
+		if errors.Is(err, ErrRecordTooLarge) {
+			// Kafka's answer to a commit whose records the log refuses
+			// for their size.
+			c.logger.Warn("offset commit refused: its records do not fit one batch of the offsets topic; the client gets INVALID_COMMIT_OFFSET_SIZE",
+				"group", req.Group, "partitions", len(ok), "err", err)
+			refuse(kerr.InvalidCommitOffsetSize.Code)
+			return resp
+		}
+		c.logger.Error("store offsets", "group", req.Group, "err", err)
+		refuse(kerr.CoordinatorNotAvailable.Code)
 		return resp
 	}
 	if len(ok) > 0 && g == nil {
 		g = c.groupOrNew(req.Group, now)
 	}
 	for _, a := range ok {
-		g.offsets[a.tp] = a.o
+		g.setOffset(a.tp, a.o)
+	}
+	if len(ok) > 0 && g.state == StateEmpty && g.expiry.pos == 0 {
+		// Commits only add newer offsets: a group already queued keeps
+		// its (earlier or equal) expiry time.
+		c.rescheduleExpiry(g, now)
 	}
 	c.commits.Add(int64(len(ok)))
 	return resp
+}
+
+// commitGrowth is how many bytes storing the accepted offsets adds to what
+// the coordinator holds (negative when they replace longer ones).
+func (c *Coordinator) commitGrowth(g *group, id string, ok []accepted) int64 {
+	var grow int64
+	if g == nil && len(ok) > 0 {
+		grow += groupOverhead + int64(len(id))
+	}
+	for _, a := range ok {
+		grow += offsetSize(a.tp, a.o)
+		if g != nil {
+			if old, had := g.offsets[a.tp]; had {
+				grow -= offsetSize(a.tp, old)
+			}
+		}
+	}
+	return grow
+}
+
+// accepted is a partition of an OffsetCommit to store: where it is in the
+// request and answer, and what is committed.
+type accepted struct {
+	i, j int
+	tp   topicPartition
+	o    committed
 }
 
 // fetchedPartition is one answer of FetchOffsets.
@@ -263,48 +307,64 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 // expireOffsetsLocked deletes the offsets of groups that have been Empty
 // for offsets.retention.minutes (for groups that never had members: each
 // offset that old), with tombstones, and forgets groups left with nothing.
+// It looks only at the groups whose expiry is due (schedule.go).
 func (c *Coordinator) expireOffsetsLocked(now time.Time) {
-	retention := c.opts.OffsetsRetention
-	for _, g := range c.sortedGroups() {
-		if g.state != StateEmpty {
+	for _, g := range c.expiries.popDue(now) {
+		c.tickVisits.Add(1)
+		c.expireGroup(g, now)
+		if c.groups[g.id] != g {
 			continue
 		}
-		if len(g.offsets) == 0 && len(g.pending) == 0 && now.Sub(g.stateSince) >= retention {
-			// An empty group without offsets: only its metadata record is left.
-			if err := c.appendRecords(g.id, []record{{key: groupKey(g.id)}}); err != nil {
-				c.logger.Error("remove empty group (retried at the next check)", "group", g.id, "err", err)
-				continue
+		if at, ok := g.expiryAt(c.opts.OffsetsRetention); ok {
+			if !at.After(now) {
+				at = now.Add(c.opts.OffsetsRetentionCheck) // retried at the next check
 			}
-			delete(c.groups, g.id)
-			continue
+			c.expiries.set(g, at)
 		}
-		var recs []record
-		var expired []topicPartition
-		for tp, o := range g.offsets {
-			old := now.Sub(g.stateSince) >= retention
-			if g.protocolType == "" {
-				old = now.Sub(time.UnixMilli(o.commitMs)) >= retention
-			}
-			if old {
-				expired = append(expired, tp)
-				recs = append(recs, record{key: offsetKey(g.id, tp.topic, tp.partition)})
-			}
-		}
-		if len(expired) == 0 {
-			continue
-		}
-		if len(expired) == len(g.offsets) {
-			recs = append(recs, record{key: groupKey(g.id)})
-		}
-		sort.Slice(recs, func(i, j int) bool { return string(recs[i].key) < string(recs[j].key) })
-		if err := c.appendRecords(g.id, recs); err != nil {
-			c.logger.Error("expire offsets (retried at the next check)", "group", g.id, "err", err)
-			continue
-		}
-		for _, tp := range expired {
-			delete(g.offsets, tp)
-		}
-		c.logger.Info("expired committed offsets of an empty group", "group", g.id, "partitions", len(expired))
-		c.dropIfUnused(g)
 	}
+}
+
+// expireGroup expires what retention says of one group.
+func (c *Coordinator) expireGroup(g *group, now time.Time) {
+	retention := c.opts.OffsetsRetention
+	if g.state != StateEmpty {
+		return
+	}
+	if len(g.offsets) == 0 && len(g.pending) == 0 && now.Sub(g.stateSince) >= retention {
+		// An empty group without offsets: only its metadata record is left.
+		if err := c.appendRecords(g.id, []record{{key: groupKey(g.id)}}); err != nil {
+			c.logger.Error("remove empty group (retried at the next check)", "group", g.id, "err", err)
+			return
+		}
+		c.forget(g)
+		return
+	}
+	var recs []record
+	var expired []topicPartition
+	for tp, o := range g.offsets {
+		old := now.Sub(g.stateSince) >= retention
+		if g.protocolType == "" {
+			old = now.Sub(time.UnixMilli(o.commitMs)) >= retention
+		}
+		if old {
+			expired = append(expired, tp)
+			recs = append(recs, record{key: offsetKey(g.id, tp.topic, tp.partition)})
+		}
+	}
+	if len(expired) == 0 {
+		return
+	}
+	if len(expired) == len(g.offsets) {
+		recs = append(recs, record{key: groupKey(g.id)})
+	}
+	sort.Slice(recs, func(i, j int) bool { return string(recs[i].key) < string(recs[j].key) })
+	if err := c.appendTombstones(g.id, recs); err != nil {
+		c.logger.Error("expire offsets (retried at the next check)", "group", g.id, "err", err)
+		return
+	}
+	for _, tp := range expired {
+		g.dropOffset(tp)
+	}
+	c.logger.Info("expired committed offsets of an empty group", "group", g.id, "partitions", len(expired))
+	c.dropIfUnused(g)
 }

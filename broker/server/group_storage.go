@@ -60,6 +60,9 @@ func (st offsetsStorage) Append(p int32, batch []byte) error {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	if _, err := part.log.Append(batch, plog.AppendOptions{AssignOffsets: true}); err != nil {
+		if errors.Is(err, plog.ErrBatchTooLarge) {
+			return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
+		}
 		return err
 	}
 	return part.log.SetHighWatermark(part.log.LogEndOffset())
@@ -80,6 +83,16 @@ func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error)
 	}
 	defer r.Close()
 	return r.Bytes()
+}
+
+// MaxBatchBytes is the offsets topic's max.message.bytes (its first
+// partition's: AlterConfigs sets every partition alike).
+func (st offsetsStorage) MaxBatchBytes() int {
+	part, err := st.partition(0)
+	if err != nil {
+		return 0
+	}
+	return part.log.Config().MaxMessageBytes
 }
 
 func (st offsetsStorage) PartitionExists(topic string, p int32) bool {

@@ -42,6 +42,8 @@ func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*gr
 		OffsetsRetentionCheck:  ms(gc.OffsetsRetentionCheckIntervalMs),
 		MaxGroupSize:           int(gc.MaxSize),
 		OffsetMetadataMaxBytes: int(gc.OffsetMetadataMaxBytes),
+		MaxGroupMetadataBytes:  gc.MaxMetadataBytes,
+		MaxCoordinatorBytes:    gc.CoordinatorMaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: load consumer groups: %w", err)
@@ -102,6 +104,8 @@ var (
 	membersDesc     = prometheus.NewDesc("sluice_group_members", "Members of all consumer groups.", nil, nil)
 	generationsDesc = prometheus.NewDesc("sluice_group_generations_total", "Group generations formed (completed rebalances) since start.", nil, nil)
 	commitsDesc     = prometheus.NewDesc("sluice_group_offset_commits_total", "Partition offsets committed since start.", nil, nil)
+	bytesDesc       = prometheus.NewDesc("sluice_group_bytes", "Bytes all consumer groups hold (members, offsets, ids), bounded by group.coordinator.max.bytes.", nil, nil)
+	visitsDesc      = prometheus.NewDesc("sluice_group_tick_visits_total", "Groups the coordinator's clock looked at because a deadline or an offset expiry was due.", nil, nil)
 )
 
 func (gc groupCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -109,6 +113,8 @@ func (gc groupCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- membersDesc
 	ch <- generationsDesc
 	ch <- commitsDesc
+	ch <- bytesDesc
+	ch <- visitsDesc
 }
 
 func (gc groupCollector) Collect(ch chan<- prometheus.Metric) {
@@ -119,4 +125,6 @@ func (gc groupCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(st.Members))
 	ch <- prometheus.MustNewConstMetric(generationsDesc, prometheus.CounterValue, float64(st.Generations))
 	ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(st.Commits))
+	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(visitsDesc, prometheus.CounterValue, float64(st.TickVisits))
 }

@@ -9,7 +9,12 @@ package server
 //
 // Deviations from Kafka: a static member that did not rejoin by the end of
 // a join phase is removed like a dynamic one; SkipAssignment (v9) is never
-// set: a restarted static leader triggers a rebalance instead.
+// set: a restarted static leader triggers a rebalance instead. A member
+// whose metadata would take the group past group.max.metadata.bytes, the
+// coordinator past group.coordinator.max.bytes, or the group record past
+// the offsets topic's max.message.bytes is answered MESSAGE_TOO_LARGE at
+// once (Kafka has no such check); a protocol type or name over 255 bytes is
+// answered INCONSISTENT_GROUP_PROTOCOL (broker/group/doc.go, "Bounds").
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

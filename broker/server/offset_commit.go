@@ -6,7 +6,10 @@ package server
 //
 // Deviations from Kafka: v2-4's retention time is ignored (offsets expire
 // after offsets.retention.minutes once the group is empty, Kafka 2.1+'s
-// rule); commits are not written through a transaction coordinator.
+// rule); commits are not written through a transaction coordinator; a
+// commit that would take the coordinator past group.coordinator.max.bytes
+// is answered INVALID_COMMIT_OFFSET_SIZE (as Kafka answers one whose
+// records are too large for the offsets topic).
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
