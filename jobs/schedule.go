@@ -140,9 +140,10 @@ func neverFires(s *cron.SpecSchedule) (string, bool) {
 	return fmt.Sprintf("no day %s exists in %s", strings.Join(days, ", "), strings.Join(months, ", ")), true
 }
 
-// minGap is the shortest time between two firings of s: between two
-// firing times of one day, or from a day's last to the next day's first
-// when two days in a row can fire (daylight-saving shifts aside).
+// minGap is the shortest time between two firings of s within a day, or
+// from a day's last to the next day's first when two days in a row can
+// fire (daylight-saving shifts aside); for a schedule firing once a day on
+// some days only it is a lower bound (a day).
 func minGap(s *cron.SpecSchedule) time.Duration {
 	const day = 24 * 60 * 60
 	gap, first, last := day, -1, -1
