@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/hamba/avro/v2"
@@ -43,20 +45,68 @@ func parseSchema(text string) (avro.Schema, error) {
 	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
 }
 
-// readSchemaFile parses an .avsc file.
+// maxSchemaFileBytes bounds decode.schema_file.
+const maxSchemaFileBytes = 4 << 20
+
+// readSchemaFile parses an .avsc file: a JSON document whose top level is an
+// Avro record. Its errors name the field and the path and never carry the
+// file's bytes (`schema_file: /etc/passwd` must not print the file): a JSON
+// syntax error gives its line, an Avro error its first line, cut short.
 func readSchemaFile(path string) (avro.Schema, error) {
-	b, err := os.ReadFile(path)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: decode.schema_file: %s: %s", ErrSpec, path, fmt.Sprintf(format, args...))
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: decode.schema_file: %v", ErrSpec, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, bad("cannot be read: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, bad("cannot be read: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, bad("is not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSchemaFileBytes+1))
+	if err != nil {
+		return nil, bad("cannot be read: %v", err)
+	}
+	if len(b) > maxSchemaFileBytes {
+		return nil, bad("is larger than %d bytes: not an Avro schema", maxSchemaFileBytes)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off := min(max(se.Offset, 0), int64(len(b)))
+			return nil, bad("line %d: not JSON (an .avsc file is a JSON document)", 1+bytes.Count(b[:off], []byte("\n")))
+		}
+		return nil, bad("the top level is not a JSON object (want an Avro record schema)")
+	}
+	var typ string
+	if json.Unmarshal(top["type"], &typ) != nil || typ != "record" {
+		return nil, bad(`the top level is not an Avro record schema (want {"type": "record", "name": ..., "fields": [...]})`)
 	}
 	s, err := parseSchema(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("%w: decode.schema_file %s: not an Avro schema: %v", ErrSpec, path, err)
-	}
-	if s.Type() != avro.Record {
-		return nil, fmt.Errorf("%w: decode.schema_file %s: the top level is %s; it must be a record", ErrSpec, path, s.Type())
+		return nil, bad("not an Avro schema: %s", shortError(err))
 	}
 	return s, nil
+}
+
+// shortError is the first line of err, at most 160 bytes: an error of a
+// parser may quote what it parsed.
+func shortError(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if len(msg) > 160 {
+		msg = strings.ToValidUTF8(msg[:160], "") + "…"
+	}
+	return msg
 }
 
 // avroSource is a Decoder of Avro binary: the columnar path takes the

@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,84 @@ func newSelectMapper(cfg MapperConfig) (Mapper, error) {
 	if cfg.Select == nil || (len(cfg.Select.Keep) == 0 && len(cfg.Select.Rename) == 0) {
 		return nil, fmt.Errorf("%w: map.select: give keep and/or rename", ErrSpec)
 	}
-	return &selectMapper{keep: cfg.Select.Keep, rename: cfg.Select.Rename}, nil
+	m := &selectMapper{keep: cfg.Select.Keep, rename: cfg.Select.Rename}
+	if err := m.check(nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// check refuses a selection whose output names are not distinct or whose
+// renames do not apply: two renames onto one name, a rename onto a field
+// kept under that name, a rename of a field keep drops, a field kept twice
+// and, when names (the input record's fields) are known, a kept or renamed
+// field the record does not have. It runs at validation (with the schema
+// when schema_file gives it) and for each input schema, before any row.
+func (m *selectMapper) check(names []string) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrSpec, field, fmt.Sprintf(format, args...))
+	}
+	kept := map[string]bool{}
+	for i, n := range m.keep {
+		if n == "" || kept[n] {
+			return bad(fmt.Sprintf("map.select.keep[%d]", i), "%q is empty or listed twice", n)
+		}
+		kept[n] = true
+	}
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	for i, n := range m.keep {
+		if names != nil && !has[n] {
+			return bad(fmt.Sprintf("map.select.keep[%d]", i), "%q is not a field of the record (fields: %s)", n, fieldList(names))
+		}
+	}
+	olds := make([]string, 0, len(m.rename))
+	for old := range m.rename {
+		olds = append(olds, old)
+	}
+	sort.Strings(olds)
+	for _, old := range olds {
+		field := "map.select.rename." + old
+		switch {
+		case old == "" || m.rename[old] == "":
+			return bad("map.select.rename", "%q → %q: both names must be given", old, m.rename[old])
+		case len(m.keep) > 0 && !kept[old]:
+			return bad(field, "renames %q, which keep drops (add it to keep or remove the rename)", old)
+		case names != nil && !has[old]:
+			return bad(field, "%q is not a field of the record (fields: %s)", old, fieldList(names))
+		}
+	}
+	src := m.keep
+	if len(src) == 0 {
+		src = names
+	}
+	if src == nil { // every field is kept and the fields are not known yet: renames must differ
+		by := map[string]string{}
+		for _, old := range olds {
+			if other, ok := by[m.rename[old]]; ok {
+				return bad("map.select.rename."+old, "%q and %q are both renamed to %q", other, old, m.rename[old])
+			}
+			by[m.rename[old]] = old
+		}
+		return nil
+	}
+	from := map[string]string{} // output name -> input name
+	for _, p := range m.pairsFor(src) {
+		if other, ok := from[p[1]]; ok {
+			a, b := other, p[0]
+			if _, renamed := m.rename[a]; !renamed {
+				a, b = b, a
+			}
+			if _, renamed := m.rename[b]; renamed {
+				return bad("map.select.rename."+a, "%q and %q are both renamed to %q", min(a, b), max(a, b), p[1])
+			}
+			return bad("map.select.rename."+a, "%q → %q collides with the field %q, which is kept under that name (rename it too, or drop it)", a, p[1], b)
+		}
+		from[p[1]] = p[0]
+	}
+	return nil
 }
 
 func (m *selectMapper) Schema(in avro.Schema) (avro.Schema, error) {
@@ -129,17 +207,20 @@ func (m *selectMapper) Schema(in avro.Schema) (avro.Schema, error) {
 		return nil, fmt.Errorf("%w: map.select needs record values", ErrSpec)
 	}
 	byName := map[string]*avro.Field{}
-	var names []string
+	names := []string{}
 	for _, f := range rec.Fields() {
 		byName[f.Name()] = f
 		names = append(names, f.Name())
+	}
+	if err := m.check(names); err != nil {
+		return nil, err
 	}
 	m.pairs = m.pairsFor(names)
 	fields := make([]*avro.Field, 0, len(m.pairs))
 	for _, p := range m.pairs {
 		f, ok := byName[p[0]]
 		if !ok {
-			return nil, fmt.Errorf("%w: map.select: field %q is not in the record schema %s (fields: %v)", ErrSpec, p[0], rec.FullName(), names)
+			return nil, fmt.Errorf("%w: map.select: field %q is not in the record schema %s (fields: %s)", ErrSpec, p[0], rec.FullName(), fieldList(names))
 		}
 		var opts []avro.SchemaOption
 		if f.HasDefault() {
@@ -210,7 +291,24 @@ func (m *selectMapper) Map(rec *Record, emit func(map[string]any) error) error {
 	for _, p := range pairs {
 		row[p[1]] = rec.Value[p[0]]
 	}
+	if len(row) < len(pairs) { // schemaless: a rename met a field of the same name
+		from := make(map[string]string, len(pairs))
+		for _, p := range pairs {
+			if other, ok := from[p[1]]; ok {
+				return badRecord("map.select.rename: the record's fields %q and %q would both be named %q", min(other, p[0]), max(other, p[0]), p[1])
+			}
+			from[p[1]] = p[0]
+		}
+	}
 	return emit(row)
+}
+
+// fieldList names at most 20 fields (a schema may have thousands).
+func fieldList(names []string) string {
+	if len(names) <= 20 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:20], ", "), len(names)-20)
 }
 
 // where is a compiled map.where filter.

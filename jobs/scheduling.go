@@ -24,21 +24,47 @@ func (s *Spec) Lateness() time.Duration {
 	return d
 }
 
-// validateScheduling checks the keys only the scheduler reads (the schedule
-// expression itself is checked by the scheduler, which owns the cron parser).
+// Bounds of the scheduler's keys: beyond them a value is a mistake.
+const (
+	maxRetryAttempts   = 100
+	maxRetryBackoff    = 24 * time.Hour
+	maxAllowedLateness = 30 * 24 * time.Hour
+)
+
+// validateScheduling checks the keys only the scheduler reads; the schedule
+// goes through ParseSchedule, the one validator the scheduler's scan also
+// uses.
 func (s *Spec) validateScheduling(bad badFunc) error {
-	if s.Retry.MaxAttempts < 0 {
-		return bad("retry.max_attempts", "%d: must be 1 or more (0 means the default, 3)", s.Retry.MaxAttempts)
+	if s.Schedule != "" {
+		if _, err := ParseSchedule(s.Schedule, s.minInterval); err != nil {
+			return err
+		}
 	}
-	for _, f := range []struct{ field, v string }{
-		{"retry.backoff", s.Retry.Backoff}, {"retry.max_backoff", s.Retry.MaxBackoff}, {"allowed_lateness", s.AllowedLateness},
+	if s.Retry.MaxAttempts < 0 || s.Retry.MaxAttempts > maxRetryAttempts {
+		return bad("retry.max_attempts", "%d: must be 1 to %d (0 means the default, 3)", s.Retry.MaxAttempts, maxRetryAttempts)
+	}
+	var ds [3]time.Duration
+	for i, f := range []struct {
+		field, v string
+		limit    time.Duration
+	}{
+		{"retry.backoff", s.Retry.Backoff, maxRetryBackoff}, {"retry.max_backoff", s.Retry.MaxBackoff, maxRetryBackoff},
+		{"allowed_lateness", s.AllowedLateness, maxAllowedLateness},
 	} {
 		if f.v == "" {
 			continue
 		}
-		if d, err := time.ParseDuration(f.v); err != nil || d < 0 {
+		d, err := time.ParseDuration(f.v)
+		if err != nil || d < 0 {
 			return bad(f.field, "%q is not a duration such as 30s, 10m or 1h", f.v)
 		}
+		if d > f.limit {
+			return bad(f.field, "%q is longer than %v", f.v, f.limit)
+		}
+		ds[i] = d
+	}
+	if ds[0] > 0 && ds[1] > 0 && ds[0] > ds[1] {
+		return bad("retry.max_backoff", "%q is shorter than retry.backoff %q", s.Retry.MaxBackoff, s.Retry.Backoff)
 	}
 	return nil
 }

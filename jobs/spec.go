@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,8 @@ type Spec struct {
 
 	// dir is the directory of the spec file: relative paths start there.
 	dir string
+	// minInterval is the schedule's floor (SpecOptions.MinScheduleInterval).
+	minInterval time.Duration
 }
 
 // Source says what to read.
@@ -163,6 +166,9 @@ const (
 
 	DefaultMaxRecordsPerTask = 1_000_000
 	defaultInferSample       = 100
+
+	maxRecordsPerTask = 1 << 40 // offsets of one split: beyond any partition's log
+	maxInferSample    = 10_000  // JSON objects held to infer a schema
 )
 
 // LoadSpec reads, defaults and validates a job spec file.
@@ -180,7 +186,10 @@ func LoadSpec(path string) (*Spec, error) {
 
 // ParseSpec parses, defaults and validates a job spec; dir is where
 // relative paths (schema_file, a relative output uri) start.
-func ParseSpec(b []byte, dir string) (*Spec, error) {
+func ParseSpec(b []byte, dir string) (*Spec, error) { return ParseSpecWith(b, dir, SpecOptions{}) }
+
+// ParseSpecWith is ParseSpec under the operator's options.
+func ParseSpecWith(b []byte, dir string, o SpecOptions) (*Spec, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
@@ -197,7 +206,7 @@ func ParseSpec(b []byte, dir string) (*Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSpec, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "), "\n  ", "; "))
 	}
-	s.dir = dir
+	s.dir, s.minInterval = dir, o.MinScheduleInterval
 	s.applyDefaults()
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -230,6 +239,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		ft, ok := known[k.Value]
 		if !ok {
 			return fmt.Errorf("%w: line %d: %s%s: unknown key (known here: %s)", ErrSpec, k.Line, path, k.Value, strings.Join(names, ", "))
+		}
+		if err := checkValue(k, v, ft, path); err != nil {
+			return err
 		}
 		if err := checkKeys(v, ft, path+k.Value+"."); err != nil {
 			return err
@@ -295,6 +307,9 @@ func (s *Spec) Validate() error {
 		if j <= 0 || j == len(b)-1 || strings.Trim(b[j+1:], "0123456789") != "" {
 			return bad(fmt.Sprintf("source.bootstrap[%d]", i), "%q is not HOST:PORT", b)
 		}
+		if port, err := strconv.Atoi(b[j+1:]); err != nil || port < 1 || port > 65535 {
+			return bad(fmt.Sprintf("source.bootstrap[%d]", i), "%q: the port must be 1 to 65535", b)
+		}
 	}
 	if len(s.Source.Topics) == 0 {
 		return bad("source.topics", "missing: list at least one topic")
@@ -321,8 +336,8 @@ func (s *Spec) Validate() error {
 	if err := oneOf("source.isolation", s.Source.Isolation, ReadCommitted, ReadUncommitted); err != nil {
 		return err
 	}
-	if s.Source.MaxRecordsPerTask < 0 {
-		return bad("source.max_records_per_task", "%d: must be positive", s.Source.MaxRecordsPerTask)
+	if s.Source.MaxRecordsPerTask < 0 || s.Source.MaxRecordsPerTask > maxRecordsPerTask {
+		return bad("source.max_records_per_task", "%d: must be 1 to %d", s.Source.MaxRecordsPerTask, int64(maxRecordsPerTask))
 	}
 	if err := s.validateDecode(bad, oneOf); err != nil {
 		return err
@@ -338,6 +353,9 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := time.LoadLocation(s.Partition.Timezone); err != nil {
 		return bad("partition.timezone", "%q is not a known time zone (use an IANA name such as UTC or Europe/Paris)", s.Partition.Timezone)
+	}
+	if err := s.validateTimeField(bad); err != nil {
+		return err
 	}
 	if err := s.validateScheduling(bad); err != nil {
 		return err
@@ -377,12 +395,12 @@ func (s *Spec) validateDecode(bad badFunc, oneOf oneOfFunc) error {
 		}
 	}
 	if d.SchemaFile != "" {
-		if _, err := os.Stat(s.SchemaPath()); err != nil {
-			return bad("decode.schema_file", "%q cannot be read: %v", d.SchemaFile, errors.Unwrap(err))
+		if _, err := readSchemaFile(s.SchemaPath()); err != nil {
+			return err
 		}
 	}
-	if d.InferSample < 0 {
-		return bad("decode.infer_sample", "%d: must be positive", d.InferSample)
+	if d.InferSample < 0 || d.InferSample > maxInferSample {
+		return bad("decode.infer_sample", "%d: must be 1 to %d (the sample is held in memory)", d.InferSample, maxInferSample)
 	}
 	return nil
 }
@@ -396,6 +414,21 @@ func (s *Spec) validateMap(bad badFunc) error {
 	}
 	if s.Map.Mapper == "select" && s.Map.Select == nil {
 		return bad("map.select", "missing: mapper select needs keep and/or rename")
+	}
+	if s.Map.Mapper == "select" {
+		m, err := newSelectMapper(MapperConfig{Select: s.Map.Select})
+		if err != nil {
+			return err
+		}
+		if s.Decode.SchemaFile != "" { // the schema is known: check the mapping against it now
+			schema, err := readSchemaFile(s.SchemaPath())
+			if err != nil {
+				return err
+			}
+			if _, err := m.Schema(schema); err != nil {
+				return err
+			}
+		}
 	}
 	if s.Map.Where != "" {
 		if _, err := compileWhere(s.Map.Where); err != nil {
@@ -423,6 +456,9 @@ func (s *Spec) validateOutput(bad badFunc, oneOf oneOfFunc) error {
 	if u.Scheme == "hdfs" && u.Host == "" {
 		return bad("output.uri", "%q names no NameNode (hdfs://host:port/dir)", o.URI)
 	}
+	if err := checkOutputDir(o.URI, u, s.OutputURI()); err != nil {
+		return bad("output.uri", "%v", err)
+	}
 	if err := oneOf("output.format", o.Format, "parquet", "avro", "jsonl"); err != nil {
 		return err
 	}
@@ -431,7 +467,7 @@ func (s *Spec) validateOutput(bad badFunc, oneOf oneOfFunc) error {
 		return bad("output.compression", "%q is not available for %s", o.Compression, o.Format)
 	}
 	if o.MaxFileRecords < 0 {
-		return bad("output.max_file_records", "%d: must be positive", o.MaxFileRecords)
+		return bad("output.max_file_records", "%d: must be positive (0: one file per directory per task)", o.MaxFileRecords)
 	}
 	if (o.Format == "parquet" || o.Format == "avro") && s.Decode.Format == "json" && s.Decode.SchemaFile == "" && s.Decode.InferSample == 0 {
 		return bad("decode.schema_file", "parquet and avro output need a schema")

@@ -29,7 +29,11 @@
 // (one catch-up run). A run cut short by a stop stays "running" in the
 // history: a standby scheduler adopts it (cluster mode) or the next start
 // marks it abandoned. Either way the next run resumes from the checkpoint,
-// which is the loader's commit manifests, never the history.
+// which is the loader's commit manifests, never the history. A spec whose
+// schedule never fires or can fire sooner than Options.MinInterval (1m) after
+// its previous firing is refused at the scan (jobs.ParseSchedule); behind
+// that, a tick is never at or before now nor sooner than MinInterval after
+// the job's previous tick, and a schedule with no next firing never ticks.
 //
 // # Files under the job's output
 //

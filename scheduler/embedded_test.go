@@ -65,7 +65,7 @@ func (h *harness) start() {
 	h.t.Helper()
 	h.reg = prometheus.NewRegistry()
 	s, err := scheduler.New(scheduler.Options{Engine: h.engine, JobsDir: h.jobs, Workers: 3, Clock: h.clock,
-		ScanInterval: time.Second, Logger: slog.New(slog.NewTextHandler(testLog(), nil)),
+		ScanInterval: time.Second, MinInterval: time.Second, Logger: slog.New(slog.NewTextHandler(testLog(), nil)),
 		Metrics: scheduler.NewMetrics(h.reg, h.clock)})
 	if err != nil {
 		h.t.Fatal(err)
@@ -376,28 +376,4 @@ func TestEmbeddedSpecChanges(t *testing.T) {
 	os.Remove(filepath.Join(h.jobs, "a-copy.yaml"))
 	h.clock.Advance(time.Second)
 	waitFor(t, "job a removed", func() bool { return len(h.sched.Status()) == 0 })
-}
-
-func TestParseSchedule(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 7, 30, 0, time.UTC)
-	for expr, want := range map[string]time.Time{
-		"5 * * * *":                     time.Date(2026, 12, 1, 11, 5, 0, 0, time.UTC),
-		"30 5 * * * *":                  time.Date(2026, 12, 1, 11, 5, 30, 0, time.UTC),
-		"@hourly":                       time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC),
-		"@every 10m":                    at.Add(10 * time.Minute),
-		"CRON_TZ=Asia/Tokyo 0 20 * * *": time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC),
-	} {
-		s, err := scheduler.ParseSchedule(expr)
-		if err != nil {
-			t.Fatalf("%q: %v", expr, err)
-		}
-		if got := s.Next(at); !got.Equal(want) {
-			t.Errorf("%q: next %v, want %v", expr, got, want)
-		}
-	}
-	for _, bad := range []string{"", "* * *", "@fortnightly", "61 * * * *"} {
-		if _, err := scheduler.ParseSchedule(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
 }

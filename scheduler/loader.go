@@ -19,13 +19,15 @@ type LoaderEngine struct {
 	Options jobs.Options
 }
 
-// ParseJob parses and validates a loader job spec.
+// ParseJob parses and validates a loader job spec. The schedule is checked
+// down to the cron resolution only: the floor is the scheduler's
+// (Options.MinInterval), so a worker takes what its scheduler took.
 func (e *LoaderEngine) ParseJob(path string, data []byte) (Job, error) {
 	dir := ""
 	if path != "" {
 		dir = filepath.Dir(path)
 	}
-	spec, err := jobs.ParseSpec(data, dir)
+	spec, err := jobs.ParseSpecWith(data, dir, jobs.SpecOptions{MinScheduleInterval: jobs.MinScheduleResolution})
 	if err != nil {
 		if path != "" {
 			return Job{}, fmt.Errorf("%s: %w", path, err)

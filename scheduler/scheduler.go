@@ -17,24 +17,9 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
-
-// cronParser accepts five fields, an optional leading seconds field,
-// descriptors (@hourly, @every 10m) and a CRON_TZ= prefix.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ParseSchedule parses a job's schedule.
-func ParseSchedule(expr string) (cron.Schedule, error) {
-	if strings.TrimSpace(expr) == "" {
-		return nil, fmt.Errorf("%w: no schedule: set `schedule:` (e.g. \"@hourly\", \"5 * * * *\", \"@every 10m\")", ErrJob)
-	}
-	s, err := cronParser.Parse(expr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: %v (use five cron fields, an optional seconds field, @hourly or @every 10m)", ErrJob, expr, err)
-	}
-	return s, nil
-}
 
 // RunTracker keeps the runs in flight somewhere other schedulers can see
 // (ZooKeeper), so that a standby adopts them after a failover. The
@@ -77,6 +62,12 @@ type Options struct {
 	Clock Clock
 	// ScanInterval is how often JobsDir is rescanned (default 5s).
 	ScanInterval time.Duration
+	// MinInterval is the floor under the time between two ticks of a job
+	// (default jobs.DefaultMinScheduleInterval, one minute; at least a
+	// second): a spec whose schedule can fire sooner, or never, is refused
+	// at the scan (jobs.ParseSchedule), and the loop never ticks a job
+	// sooner than this after its previous tick, whatever its schedule says.
+	MinInterval time.Duration
 	// OpenFS opens a job's output (default filesystem.Open).
 	OpenFS func(uri string) (filesystem.FS, error)
 	Logger *slog.Logger
@@ -137,6 +128,10 @@ func New(opts Options) (*Scheduler, error) {
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = 5 * time.Second
 	}
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = jobs.DefaultMinScheduleInterval
+	}
+	opts.MinInterval = max(opts.MinInterval, jobs.MinScheduleResolution)
 	if opts.OpenFS == nil {
 		opts.OpenFS = filesystem.Open
 	}
@@ -226,12 +221,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // fireDue starts the runs of the jobs whose tick came and returns the
 // earliest next tick. A tick that finds the job's previous run going is
 // skipped and reported; ticks missed while the scheduler was down or busy
-// collapse into one run, because the next tick is computed from now.
+// collapse into one run, because the next tick is computed from now. A job
+// whose next tick is the zero time never ticks again.
 func (s *Scheduler) fireDue(ctx context.Context, now time.Time) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var earliest time.Time
 	for name, js := range s.jobs {
+		if js.next.IsZero() {
+			continue
+		}
 		if !js.next.After(now) {
 			scheduled := js.next
 			if id := s.running[name]; id != "" {
@@ -241,13 +240,36 @@ func (s *Scheduler) fireDue(ctx context.Context, now time.Time) time.Time {
 			} else {
 				s.startLocked(ctx, js.job, scheduled, nil)
 			}
-			js.next = js.schedule.Next(now)
+			js.next = s.tickAfter(name, js.schedule, scheduled, now)
+		}
+		if js.next.IsZero() {
+			continue
 		}
 		if earliest.IsZero() || js.next.Before(earliest) {
 			earliest = js.next
 		}
 	}
 	return earliest
+}
+
+// tickAfter is a job's next tick at now, prev being its previous tick (zero
+// for none): the schedule's next firing, but never at or before now and
+// never sooner than MinInterval after prev, so that a schedule whose Next
+// misbehaves (returns a past time or one too soon) cannot run a job back
+// to back. The zero time, a schedule with no next firing, means never.
+func (s *Scheduler) tickAfter(job string, sched cron.Schedule, prev, now time.Time) time.Time {
+	next := sched.Next(now)
+	switch {
+	case next.IsZero():
+		s.log.Error("the schedule has no next firing: the job will not run until its spec changes", "job", job)
+		return time.Time{}
+	case !next.After(now):
+		next = now.Add(s.opts.MinInterval)
+	}
+	if floor := prev.Add(s.opts.MinInterval); !prev.IsZero() && next.Before(floor) {
+		next = floor
+	}
+	return next
 }
 
 func newRunID(scheduled time.Time) string {
@@ -415,7 +437,7 @@ func (s *Scheduler) apply(path string, data []byte, hash string, keep map[string
 		delete(s.jobs, name)
 	}
 	now := s.clock.Now()
-	js := &jobState{job: job, hash: hash, schedule: sched, next: sched.Next(now)}
+	js := &jobState{job: job, hash: hash, schedule: sched, next: s.tickAfter(job.Name, sched, time.Time{}, now)}
 	if cur != nil {
 		s.log.Info("job changed", "job", job.Name, "path", path, "next", js.next)
 	} else {
@@ -442,9 +464,9 @@ func (s *Scheduler) parse(path string, data []byte) (Job, cron.Schedule, error) 
 	if job.Output == "" {
 		return Job{}, nil, fmt.Errorf("%w: %s: no output uri", ErrJob, path)
 	}
-	sched, err := ParseSchedule(job.Schedule)
+	sched, err := jobs.ParseSchedule(job.Schedule, s.opts.MinInterval)
 	if err != nil {
-		return Job{}, nil, fmt.Errorf("%s: %w", path, err)
+		return Job{}, nil, fmt.Errorf("%w: %s: %w", ErrJob, path, err)
 	}
 	job.Retry = job.Retry.withDefaults()
 	return job, sched, nil
@@ -458,7 +480,7 @@ func (s *Scheduler) firstTick(job Job, sched cron.Schedule, now time.Time, keep 
 	fs, err := s.output(job.Output)
 	if err != nil {
 		s.log.Error("cannot open the job's output", "job", job.Name, "output", job.Output, "err", err)
-		return sched.Next(now)
+		return s.tickAfter(job.Name, sched, time.Time{}, now)
 	}
 	h := NewHistory(fs, job.Name)
 	if err := h.Abandon(keep, now); err != nil {
@@ -468,9 +490,9 @@ func (s *Scheduler) firstTick(job Job, sched cron.Schedule, now time.Time, keep 
 	if err != nil {
 		s.log.Warn("cannot read the run history", "job", job.Name, "err", err)
 	}
-	if ok && !sched.Next(last.Scheduled).After(now) {
+	if missed := sched.Next(last.Scheduled); ok && !missed.IsZero() && !missed.After(now) {
 		s.log.Info("ticks were missed while no scheduler ran: one catch-up run", "job", job.Name, "last_run", last.ID)
 		return now
 	}
-	return sched.Next(now)
+	return s.tickAfter(job.Name, sched, time.Time{}, now)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/cluster"
 )
@@ -67,12 +68,14 @@ func newSchedulerCommand() *cobra.Command {
 		jobsDir string
 		workers int
 		scan    time.Duration
+		minIv   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler --jobs DIR",
 		Short: "Run the job specs in a directory on their schedules (embedded workers, or a cluster through ZooKeeper)",
 		Long: `Run every job spec (*.yaml) in --jobs on its schedule: cron fields (optionally with seconds),
 @hourly, @every 10m, CRON_TZ=Zone. Specs added, changed or removed are picked up without a restart.
+A schedule that never fires, or fires sooner than --min-interval (1m) after its previous firing, is refused.
 One run of a job at a time; failed tasks are retried (retry: in the spec); complete hours get _SUCCESS.
 Without --zookeeper, tasks run in this process on --workers goroutines. With --zookeeper HOSTS/chroot,
 schedulers elect a leader (the others stand by) and tasks run on 'sluice worker' processes.
@@ -94,7 +97,7 @@ SIGTERM or SIGINT stops; runs in flight resume (or are marked abandoned) at the 
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts := scheduler.Options{Engine: &scheduler.LoaderEngine{}, JobsDir: jobsDir, Workers: workers,
-				ScanInterval: scan, Logger: log, Metrics: scheduler.NewMetrics(reg, nil), Name: sf.name}
+				ScanInterval: scan, MinInterval: minIv, Logger: log, Metrics: scheduler.NewMetrics(reg, nil), Name: sf.name}
 			if sf.zookeeper == "" {
 				s, err := scheduler.New(opts)
 				if err != nil {
@@ -116,6 +119,7 @@ SIGTERM or SIGINT stops; runs in flight resume (or are marked abandoned) at the 
 	f.StringVar(&jobsDir, "jobs", "", "directory of job specs (*.yaml, *.yml)")
 	f.IntVar(&workers, "workers", 2, "tasks run at once in this process (without --zookeeper)")
 	f.DurationVar(&scan, "scan-interval", 5*time.Second, "how often the jobs directory is read again")
+	f.DurationVar(&minIv, "min-interval", jobs.DefaultMinScheduleInterval, "the floor under the time between two runs of a job: schedules that fire sooner are refused (at least 1s)")
 	f.StringVar(&sf.zookeeper, "zookeeper", "", "HOSTS/chroot (e.g. 127.0.0.1:2181/sluice): run as one of several schedulers, tasks on 'sluice worker' processes")
 	return cmd
 }

@@ -131,7 +131,7 @@ func runUntilLoaded(t *testing.T, spec string, want int, commands ...[]string) {
 // job on its schedule with in-process workers.
 func TestSchedulerCommandEmbedded(t *testing.T) {
 	jobs, spec := loaderFixture(t, 300)
-	runUntilLoaded(t, spec, 600, []string{"scheduler", "--jobs", jobs, "--workers", "2", "--scan-interval", "200ms", "--log-level", "warn"})
+	runUntilLoaded(t, spec, 600, []string{"scheduler", "--jobs", jobs, "--workers", "2", "--scan-interval", "200ms", "--min-interval", "1s", "--log-level", "warn"})
 }
 
 // TestSchedulerCommandZooKeeper: `sluice scheduler --zookeeper` and two
@@ -141,7 +141,7 @@ func TestSchedulerCommandZooKeeper(t *testing.T) {
 	jobs, spec := loaderFixture(t, 300)
 	connect := zk.Connect("/sluice-cmd")
 	runUntilLoaded(t, spec, 600,
-		[]string{"scheduler", "--jobs", jobs, "--zookeeper", connect, "--session-timeout", "2s", "--log-level", "warn", "--name", "s1"},
+		[]string{"scheduler", "--jobs", jobs, "--zookeeper", connect, "--session-timeout", "2s", "--min-interval", "1s", "--log-level", "warn", "--name", "s1"},
 		[]string{"worker", "--zookeeper", connect, "--session-timeout", "2s", "--log-level", "warn", "--name", "w1"},
 		[]string{"worker", "--zookeeper", connect, "--session-timeout", "2s", "--log-level", "warn", "--name", "w2", "--tasks", "2"})
 }

@@ -49,7 +49,7 @@ func runRole(role string) int {
 	case "scheduler":
 		err = cluster.RunScheduler(ctx, cluster.SchedulerOptions{Connect: os.Getenv("SLUICE_ZK"), SessionTimeout: 2 * time.Second,
 			Name: name, Logger: log, Scheduler: scheduler.Options{Engine: engine, JobsDir: os.Getenv("SLUICE_JOBS"),
-				ScanInterval: time.Second, Logger: log}})
+				ScanInterval: time.Second, MinInterval: time.Second, Logger: log}})
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
