@@ -191,6 +191,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		c("max_records_per_task: 1000000", "max_records_per_task: 9223372036854775807", `source.max_records_per_task: 9223372036854775807: must be 1 to`),
 		c("max_records_per_task: 1000000", "max_records_per_task: -1", `source.max_records_per_task: -1: must be 1 to`),
 		c("on_offset_out_of_range: fail", "on_offset_out_of_range: fail\n  isolation: serializable", `source.isolation: "serializable" is not one of`),
+		c("on_offset_out_of_range: fail", "on_offset_out_of_range: fail\n  on_topic_recreated: reset", `source.on_topic_recreated: "reset" is not one of fail, restart`),
 		c("format: avro", "format: 7", `decode.format: "7" is not one of`),
 		c("registry: http://127.0.0.1:8081", "registry: file:///etc/passwd", `decode.registry: "file:///etc/passwd" is not an http(s) URL`),
 		c("registry: http://127.0.0.1:8081", "schema_file: passwd", `decode.schema_file: `+filepath.Join(dir, "passwd")+`: line 1: not JSON`),
