@@ -22,6 +22,9 @@
 //	_sluice/start/<topic>/<partition>               where a partition never loaded starts (created once, exclusively)
 //	_sluice/schemas/<job>.avsc                      the JSON schema inferred once and then held
 //	_sluice/dead-letter/<t>/<p>/<start>.<attempt>.jsonl   dead letters; only the committed attempt's count
+//	_sluice/topics/<topic>/<incarnation>.json      each topic's identity, recorded once (identity.go)
+//	_sluice/retired/<topic>/<incarnation>/         checkpoints of a topic started over (on_topic_recreated: restart)
+//	_sluice/lock/<seq>.holder|.lease-<ms>|.released   the job lock (lock.go): one run of the job at a time
 //
 // # Exactly once
 //
@@ -31,6 +34,15 @@
 // order (turns); across processes a split that does not continue the chain
 // fails with ErrNotReady and nothing of it is committed. A bad record under
 // on_bad_record: fail aborts its attempt: nothing of the split is committed.
+//
+// # Changes of the world
+//
+// A topic recreated under its name is found by its identity record (topic
+// id, else log starts and leader epochs, and the partitions loaded) and
+// is an explicit decision, on_topic_recreated; a partition added after the
+// job's first run starts at its log start. Both are in the run report.
+// Only one run of a job loads at a time (the job lock); every commit
+// checks that lock's fence first.
 //
 // # Concurrency
 //

@@ -11,7 +11,8 @@
 //	<output root>/
 //	├── dt=2024-05-01/hr=13/                       Hive-style time partitions
 //	│   ├── pageviews+0+1000+1500.parquet            <topic>+<partition>+<first>+<end>.<ext>
-//	│   └── pageviews+1+880+1270.parquet             ([first, end) offsets held by the file)
+//	│   ├── pageviews+1+880+1270.parquet             ([first, end) offsets held by the file)
+//	│   └── pageviews+1+0+310+i1.parquet             a topic the loader started over once (Config.Incarnation)
 //	└── _sluice/
 //	    ├── commits/<topic>/<partition>/
 //	    │   ├── origin                               the start of the partition's first split
@@ -124,7 +125,7 @@
 // to well within the Lease (a lease's expiry is written by the attempt's
 // clock and read against recovery's); a manifest's HDFS writer that stalls
 // mid-write for longer than TornGrace is dead; only one Withdraw of a partition runs at once and
-// no attempt of it commits meanwhile (the scheduler's job lock); the origin
+// no attempt of it commits meanwhile (the loader's job lock, package jobs); the origin
 // and the manifests are changed only through a Store.
 //
 // # What a loader does with each outcome of Commit
