@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
+	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -281,4 +282,94 @@ func pidStartOf(t *testing.T, pid int) string {
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return f[19]
+}
+
+// A run counts only what it committed: while a worker (RunTask without the
+// lock, as a distributed worker runs) takes splits of the same plan, the
+// run's totals are exactly the records of the manifests its own attempts
+// made, and the splits the worker took are counted as taken by others.
+func TestRunCountsOnlyWhatItCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "counted", 4000, 2, time.Hour, -1)
+	counts := produceAll(t, ctx, b.Addr, "counted", 2, recs)
+	for round := 0; round < 5; round++ {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "counted", b.Addr, "counted", 100, "schema_file: pageview.avsc", out))
+		worker, err := jobs.Open(ctx, spec, jobs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := worker.Plan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var workerRows int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for pass := 0; pass < 50; pass++ {
+				for _, s := range plan.Splits {
+					if tr, err := worker.RunTask(ctx, s); err == nil && tr.Won {
+						workerRows += tr.RowsOut
+					}
+				}
+			}
+		}()
+		rep, err := jobs.Run(ctx, spec, jobs.Options{Workers: 2})
+		<-done
+		worker.Close()
+		if err != nil && !errors.Is(err, jobs.ErrNotReady) {
+			t.Fatal(err)
+		}
+		mine := map[string]bool{}
+		taken := 0
+		for _, tr := range rep.Tasks {
+			if tr.Won {
+				mine[tr.Attempt] = true
+			}
+			if tr.AlreadyCommitted && !tr.Won {
+				taken++
+			}
+		}
+		var committedByRun, all int64
+		for _, m := range manifestsOf(t, out, "counted", counts) {
+			all += m.Records
+			if mine[m.Attempt] {
+				committedByRun += m.Records
+			}
+		}
+		if rep.Totals.RowsOut != committedByRun || rep.Totals.TakenByOthers != taken {
+			t.Fatalf("round %d: the run reports %d rows and %d splits taken by others; it committed %d rows, %d of its tasks found their split taken",
+				round, rep.Totals.RowsOut, rep.Totals.TakenByOthers, committedByRun, taken)
+		}
+		if committedByRun+workerRows != all {
+			t.Fatalf("round %d: run %d + worker %d rows != %d committed", round, committedByRun, workerRows, all)
+		}
+		if taken > 0 {
+			return // the race happened and was counted right
+		}
+	}
+	t.Fatal("in five rounds the worker never took a split of the run's plan: the test did not test")
+}
+
+func manifestsOf(t *testing.T, out, topic string, counts map[int32]int64) []*writers.Manifest {
+	t.Helper()
+	fs, err := filesystem.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	st := writers.NewStore(fs, writers.StoreOptions{})
+	var ms []*writers.Manifest
+	for p := range counts {
+		got, err := st.Commits(topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, got...)
+	}
+	return ms
 }
