@@ -72,8 +72,14 @@ func topicRecordPath(topic string, inc int) string {
 
 // incarnation returns the newest incarnation recorded for topic (-1 when
 // the job never recorded one).
-func (l *Loader) incarnation(topic string) (int, error) {
-	ents, err := l.fs.List(path.Join(topicsDir, topic))
+func (l *Loader) incarnation(topic string) (int, error) { return TopicIncarnation(l.fs, topic) }
+
+// TopicIncarnation returns how many times the job whose output is fs
+// started topic over (on_topic_recreated: restart): the checkpoints under
+// _sluice/commits/<topic>/ are of that incarnation (-1 when the job never
+// recorded the topic; 0 for the topic it first loaded).
+func TopicIncarnation(fs filesystem.FS, topic string) (int, error) {
+	ents, err := fs.List(path.Join(topicsDir, topic))
 	if errors.Is(err, filesystem.ErrNotExist) {
 		return -1, nil
 	}

@@ -18,7 +18,9 @@ func TestRecreatedBecause(t *testing.T) {
 	offs := func(ls0 int64, ep0 int32) []inputformat.PartitionOffsets {
 		return []inputformat.PartitionOffsets{{Partition: 0, LogStart: ls0, End: 500, LeaderEpoch: ep0}, {Partition: 1, LogStart: 0, End: 10, LeaderEpoch: 5}}
 	}
-	cur := func(id string, parts int) inputformat.TopicPlan { return inputformat.TopicPlan{ID: id, Partitions: parts} }
+	cur := func(id string, parts int) inputformat.TopicPlan {
+		return inputformat.TopicPlan{ID: id, Partitions: parts}
+	}
 	for _, c := range []struct {
 		name    string
 		rec     *topicRecord

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -162,7 +163,10 @@ func (c *completeness) dirName(t time.Time) string {
 
 // count reads the manifests committed since the partition's cursor.
 func (c *completeness) count(st *completeState, topic string, partition int32) error {
-	key := topic + "/" + strconv.Itoa(int(partition))
+	key, err := c.cursorKey(topic, partition)
+	if err != nil {
+		return err
+	}
 	cdir := path.Dir(writers.ManifestPath(topic, partition, 0))
 	ents, err := c.fs.List(cdir)
 	if errors.Is(err, filesystem.ErrNotExist) {
@@ -225,9 +229,12 @@ func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time,
 		if err := c.count(st, p.Topic, p.Partition); err != nil {
 			return nil, fmt.Errorf("scheduler: completeness of %s: %w", c.job.Name, err)
 		}
-		key := p.Topic + "/" + strconv.Itoa(int(p.Partition))
+		key, err := c.cursorKey(p.Topic, p.Partition)
+		if err != nil {
+			return nil, err
+		}
 		pos := st.Newest[key]
-		if cur, ok := st.Cursors[key]; (ok && cur >= p.HighWatermark) || (!ok && p.HighWatermark <= p.Loaded) || succeeded[key] {
+		if cur, ok := st.Cursors[key]; (ok && cur >= p.HighWatermark) || (!ok && p.HighWatermark <= p.Loaded) || succeeded[p.Topic+"/"+strconv.Itoa(int(p.Partition))] {
 			pos = plannedAt // loaded all it could see at planning
 		}
 		if i == 0 || pos.Before(boundary) {
@@ -292,4 +299,19 @@ func (c *completeness) mark(dir string, start, end time.Time, records int64, run
 	}
 	c.log.Info("directory complete", "job", c.job.Name, "run", run, "dir", dir, "records", records)
 	return nil
+}
+
+// cursorKey names a partition's cursor: "topic/partition", and
+// "topic/partition#n" once the loader started the topic over n times (its
+// manifests then begin again at the new topic's first offsets).
+func (c *completeness) cursorKey(topic string, partition int32) (string, error) {
+	key := topic + "/" + strconv.Itoa(int(partition))
+	inc, err := jobs.TopicIncarnation(c.fs, topic)
+	if err != nil {
+		return "", err
+	}
+	if inc > 0 {
+		key += "#" + strconv.Itoa(inc)
+	}
+	return key, nil
 }
