@@ -82,6 +82,9 @@ type JobLock struct {
 	holder LockHolder
 	stop   chan struct{}
 	done   chan struct{}
+	// renewing is set once the renewer runs (before it starts, by the
+	// goroutine that took the lock): Release waits for it to stop.
+	renewing bool
 
 	mu    sync.Mutex // guards lease and err
 	lease string     // the current lease file
@@ -228,6 +231,7 @@ func (l *Loader) AcquireLock(kind string) (*JobLock, error) {
 		lk.Release()
 		return nil, err
 	}
+	lk.renewing = true
 	go lk.renewLoop()
 	return lk, nil
 }
@@ -286,7 +290,7 @@ func (lk *JobLock) Release() error {
 	default:
 	}
 	close(lk.stop)
-	if lk.lease != "" {
+	if lk.renewing {
 		<-lk.done
 	}
 	l := lk.l
