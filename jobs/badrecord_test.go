@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/faults"
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/jobs/query"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -108,6 +109,24 @@ func checkPolicy(t *testing.T, policy, out, topic string, rep *jobs.RunReport, e
 	if n != total-int64(len(bad)) {
 		t.Fatalf("SELECT * gives %d rows, want %d", n, total-int64(len(bad)))
 	}
+	// And as `sluice query` reads it (dt a DATE, hr an INTEGER).
+	e, err := query.Open(context.Background(), out, query.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rows, _, err := e.Query(context.Background(), `SELECT * FROM "`+filepath.Base(out)+`"`)
+	if err != nil {
+		t.Fatalf("sluice query SELECT * over the table: %v", err)
+	}
+	n = 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil || n != total-int64(len(bad)) {
+		t.Fatalf("sluice query SELECT *: %d rows, %v; want %d", n, err, total-int64(len(bad)))
+	}
+	rows.Close()
 	missing := map[int64]string{}
 	for o := range bad {
 		missing[o] = ""
@@ -354,6 +373,7 @@ func TestFullDiskFailsTheSplit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer local.Close()
 				full := &diskFull{}
 				inj := faults.Filter(full, faults.Ops(r.ops...), faults.PathContains(r.path))
 				l, err := jobs.Open(ctx, spec, jobs.Options{Workers: 1, FS: filesystem.NewFaultyWith(local, inj)})

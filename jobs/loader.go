@@ -41,9 +41,9 @@ type Options struct {
 	Reader inputformat.ReaderOptions
 	// KafkaOptions are extra franz-go options for the source client.
 	KafkaOptions []kgo.Opt
-	// FS, when set, is the output file system in place of the one
-	// output.uri names (tests stack fault-injecting wrappers on a real
-	// one). The Loader closes it.
+	// FS, when set, replaces the output file system output.uri names
+	// (tests stack fault-injecting wrappers on a real one). The caller
+	// closes it, as query.Options.FS.
 	FS filesystem.FS
 	// MapPath decodes every record into a map[string]any, as a custom
 	// mapper sees it, even where the columnar path would take it (Avro
@@ -61,6 +61,7 @@ type Loader struct {
 	kcl     *kgo.Client
 	adm     *kadm.Client
 	fs      filesystem.FS
+	ownFS   bool // fs was opened here (not Options.FS): Close closes it
 	store   *writers.Store
 	part    *writers.Partitioner
 	fmtOpts format.Options
@@ -130,14 +131,19 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 			l.kcl.Close()
 			return nil, fmt.Errorf("jobs: output %s: %w", spec.Output.URI, err)
 		}
+		l.ownFS = true
 	}
 	l.store = writers.NewStore(l.fs, opts.Store)
 	return l, nil
 }
 
-// Close releases the source client and the output file system.
+// Close releases the source client and the output file system (not one
+// given as Options.FS).
 func (l *Loader) Close() error {
 	l.kcl.Close()
+	if !l.ownFS {
+		return nil
+	}
 	return l.fs.Close()
 }
 
