@@ -121,6 +121,21 @@ type avroSource interface {
 	Identity(schema avro.Schema) (*format.AvroProjection, error)
 }
 
+// writerSchemas is a Decoder whose records each name their writer schema
+// (a registry's): a schema refused in a record is that record's fault, a
+// bad record, where a fixed schema (decode.schema_file) is checked at
+// Open and its refusal is a spec error.
+type writerSchemas interface {
+	// writerSchemaID returns the registry id of a schema Raw returned.
+	writerSchemaID(s avro.Schema) (int, bool)
+}
+
+// unboundedItems is the refusal of a schema with an array of items that
+// take no bytes: one record of a few bytes could ask for unbounded work.
+func unboundedItems(whose string, err error) string {
+	return fmt.Sprintf("%s has an array of items that take no bytes (%v): refused (unbounded work)", whose, err)
+}
+
 // projections holds the identity projection of each schema a decoder met.
 type projections struct {
 	mu sync.Mutex
@@ -135,7 +150,7 @@ func (p *projections) Identity(schema avro.Schema) (*format.AvroProjection, erro
 	}
 	pr, err := format.NewAvroProjection(schema, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		return nil, err // the caller says whose schema it is (see taskRun.schemaError)
 	}
 	if p.by == nil {
 		p.by = map[avro.Schema]*format.AvroProjection{}
@@ -177,11 +192,12 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 	p, err := src.Identity(schema)
 	switch {
 	case errors.Is(err, format.ErrUnboundedItems):
-		return nil, nil, err // one record could ask for unbounded work: the job fails, naming the field
+		// Refused before (a registry's at Raw, a schema file's at Open).
+		return nil, nil, badRecord("%s", unboundedItems("the record's schema", err))
 	case errors.Is(err, format.ErrUnsupportedSchema):
 		// Not scannable (a record that contains itself): hamba alone.
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, badRecord("the record's schema: %v", err)
 	default:
 		if err := p.Scan(&format.AvroRow{}, body); err != nil {
 			return nil, nil, badRecord("%v", err)
@@ -201,8 +217,11 @@ type registryDecoder struct {
 	cl *sr.Client
 	mu sync.Mutex
 	// cache holds parsed schemas by id (guarded by mu); a registry never
-	// changes the schema of an id.
-	cache map[int]avro.Schema
+	// changes the schema of an id. refused holds the bad-record error of
+	// each id whose schema the loader refuses; ids the id of each schema.
+	cache   map[int]avro.Schema
+	refused map[int]error
+	ids     map[avro.Schema]int
 }
 
 func newRegistryDecoder(url string) (*registryDecoder, error) {
@@ -210,7 +229,7 @@ func newRegistryDecoder(url string) (*registryDecoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode.registry %q: %v", ErrSpec, url, err)
 	}
-	return &registryDecoder{cl: cl, cache: map[int]avro.Schema{}}, nil
+	return &registryDecoder{cl: cl, cache: map[int]avro.Schema{}, refused: map[int]error{}, ids: map[avro.Schema]int{}}, nil
 }
 
 func (d *registryDecoder) Decode(ctx context.Context, _, value []byte) (avro.Schema, map[string]any, error) {
@@ -239,7 +258,11 @@ func magicNote(b []byte) string {
 func (d *registryDecoder) schema(ctx context.Context, id int) (avro.Schema, error) {
 	d.mu.Lock()
 	s, ok := d.cache[id]
+	refused := d.refused[id]
 	d.mu.Unlock()
+	if refused != nil {
+		return nil, refused
+	}
 	if ok {
 		return s, nil
 	}
@@ -260,10 +283,25 @@ func (d *registryDecoder) schema(ctx context.Context, id int) (avro.Schema, erro
 	if s.Type() != avro.Record {
 		return nil, badRecord("schema id %d is a %s, not a record", id, s.Type())
 	}
+	if _, err := d.Identity(s); errors.Is(err, format.ErrUnboundedItems) {
+		refused := badRecord("%s", unboundedItems(fmt.Sprintf("writer schema id %d", id), err))
+		d.mu.Lock()
+		d.refused[id] = refused
+		d.mu.Unlock()
+		return nil, refused
+	}
 	d.mu.Lock()
 	d.cache[id] = s
+	d.ids[s] = id
 	d.mu.Unlock()
 	return s, nil
+}
+
+func (d *registryDecoder) writerSchemaID(s avro.Schema) (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id, ok := d.ids[s]
+	return id, ok
 }
 
 // jsonDecoder decodes JSON objects; schema (declared or inferred) types

@@ -41,6 +41,10 @@ type Options struct {
 	Reader inputformat.ReaderOptions
 	// KafkaOptions are extra franz-go options for the source client.
 	KafkaOptions []kgo.Opt
+	// FS, when set, replaces the output file system output.uri names
+	// (tests stack fault-injecting wrappers on a real one). The caller
+	// closes it, as query.Options.FS.
+	FS filesystem.FS
 	// MapPath decodes every record into a map[string]any, as a custom
 	// mapper sees it, even where the columnar path would take it (Avro
 	// values with identity, where or select). Slower; for comparing the two.
@@ -61,9 +65,11 @@ type Loader struct {
 	kcl     *kgo.Client
 	adm     *kadm.Client
 	fs      filesystem.FS
+	ownFS   bool // fs was opened here (not Options.FS): Close closes it
 	store   *writers.Store
 	part    *writers.Partitioner
 	fmtOpts format.Options
+	times   writers.TimeRange // partition.time_range
 	where   *where
 	mapper  MapperFactory
 
@@ -100,6 +106,9 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if l.part, err = writers.NewPartitioner(writers.Granularity(spec.Partition.By), spec.Partition.TimeField, spec.Partition.Timezone); err != nil {
 		return nil, fmt.Errorf("%w: partition: %v", ErrSpec, err)
 	}
+	if l.times, err = spec.Partition.timeRange(); err != nil {
+		return nil, err
+	}
 	l.fmtOpts = format.Options{Kind: format.Kind(spec.Output.Format), Compression: spec.Output.Compression, MetadataColumns: spec.Output.MetadataColumns}
 	if spec.Map.Where != "" {
 		if l.where, err = compileWhere(spec.Map.Where); err != nil {
@@ -116,22 +125,32 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if l.decoder, err = newDecoder(spec); err != nil {
 		return nil, err
 	}
+	if err := l.checkFixedSchema(); err != nil {
+		return nil, err
+	}
 	kopts := append([]kgo.Opt{kgo.SeedBrokers(spec.Source.Bootstrap...)}, inputformat.ClientOptions()...)
 	if l.kcl, err = kgo.NewClient(append(kopts, opts.KafkaOptions...)...); err != nil {
 		return nil, fmt.Errorf("jobs: source client: %w", err)
 	}
 	l.adm = kadm.NewClient(l.kcl)
-	if l.fs, err = filesystem.Open(spec.OutputURI()); err != nil {
-		l.kcl.Close()
-		return nil, fmt.Errorf("jobs: output %s: %w", spec.Output.URI, err)
+	if l.fs = opts.FS; l.fs == nil {
+		if l.fs, err = filesystem.Open(spec.OutputURI()); err != nil {
+			l.kcl.Close()
+			return nil, fmt.Errorf("jobs: output %s: %w", spec.Output.URI, err)
+		}
+		l.ownFS = true
 	}
 	l.store = writers.NewStore(l.fs, opts.Store)
 	return l, nil
 }
 
-// Close releases the source client and the output file system.
+// Close releases the source client and the output file system (not one
+// given as Options.FS).
 func (l *Loader) Close() error {
 	l.kcl.Close()
+	if !l.ownFS {
+		return nil
+	}
 	return l.fs.Close()
 }
 
@@ -150,6 +169,59 @@ func (l *Loader) newMapper() (Mapper, error) {
 		return nil, fmt.Errorf("%w: map.mapper %q: %v", ErrSpec, l.spec.Map.Mapper, err)
 	}
 	return m, nil
+}
+
+// checkFixedSchema refuses, before any work, a fixed input schema
+// (decode.schema_file) that every record would be refused for: an array
+// of items that take no bytes, a schema the mapper refuses, or a mapper
+// output the output format cannot hold. A registry's writer schemas are
+// checked as records bring them (a refusal is then a bad record).
+func (l *Loader) checkFixedSchema() error {
+	var in avro.Schema
+	switch d := l.decoder.(type) {
+	case *avroFileDecoder:
+		if _, err := d.Identity(d.schema); errors.Is(err, format.ErrUnboundedItems) {
+			return fmt.Errorf("%w: decode.schema_file %s: %s", ErrSpec, l.spec.Decode.SchemaFile, unboundedItems("the schema", err))
+		}
+		in = d.schema
+	case *jsonDecoder:
+		in = d.schema
+	case *kvDecoder:
+		in = d.schema
+	}
+	if in == nil {
+		return nil
+	}
+	m, err := l.newMapper()
+	if err != nil {
+		return err
+	}
+	out, err := m.Schema(in)
+	if err != nil {
+		if errors.Is(err, ErrSpec) {
+			return err
+		}
+		return fmt.Errorf("%w: map.mapper %q refuses the input schema: %v", ErrSpec, l.spec.Map.Mapper, err)
+	}
+	if out == nil {
+		return nil
+	}
+	fw, err := format.NewWriter(io.Discard, out, l.fmtOpts)
+	if err != nil {
+		if errors.Is(err, format.ErrUnsupportedSchema) {
+			return fmt.Errorf("%w: output.format %s cannot hold the rows of schema %s: %v", ErrSpec, l.spec.Output.Format, fullName(in), err)
+		}
+		return fmt.Errorf("jobs: checking the output schema: %w", err)
+	}
+	return fw.Close()
+}
+
+// fullName names a schema in messages.
+func fullName(s avro.Schema) string {
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return string(s.Type())
 }
 
 func newDecoder(spec *Spec) (Decoder, error) {

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -107,6 +108,38 @@ type Partition struct {
 	By        string `yaml:"by"`         // hour | day | none
 	TimeField string `yaml:"time_field"` // a record field or "@timestamp"
 	Timezone  string `yaml:"timezone"`
+	// TimeRange bounds a record's partition time and its log timestamp in
+	// the _timestamp column; a record outside is a bad record.
+	TimeRange TimeRange `yaml:"time_range"`
+}
+
+// TimeRange is partition.time_range: RFC 3339 times, min <= t <= max
+// (default: the years 1970 through 9999).
+type TimeRange struct {
+	Min string `yaml:"min"`
+	Max string `yaml:"max"`
+}
+
+// Default bounds of partition.time_range.
+const (
+	DefaultMinTime = "1970-01-01T00:00:00Z"
+	DefaultMaxTime = "9999-12-31T23:59:59.999999999Z"
+)
+
+// timeRange parses partition.time_range.
+func (p Partition) timeRange() (writers.TimeRange, error) {
+	var r writers.TimeRange
+	var err error
+	if r.Min, err = time.Parse(time.RFC3339Nano, p.TimeRange.Min); err != nil {
+		return r, fmt.Errorf("%w: partition.time_range.min: %q is not an RFC 3339 time (such as %s)", ErrSpec, p.TimeRange.Min, DefaultMinTime)
+	}
+	if r.Max, err = time.Parse(time.RFC3339Nano, p.TimeRange.Max); err != nil {
+		return r, fmt.Errorf("%w: partition.time_range.max: %q is not an RFC 3339 time (such as %s)", ErrSpec, p.TimeRange.Max, DefaultMaxTime)
+	}
+	if !r.Min.Before(r.Max) {
+		return r, fmt.Errorf("%w: partition.time_range: min %s is not before max %s", ErrSpec, p.TimeRange.Min, p.TimeRange.Max)
+	}
+	return r, nil
 }
 
 // Output says where and how files are written.
@@ -274,6 +307,8 @@ func (s *Spec) applyDefaults() {
 	def(&s.Partition.By, "hour")
 	def(&s.Partition.TimeField, "@timestamp")
 	def(&s.Partition.Timezone, "UTC")
+	def(&s.Partition.TimeRange.Min, DefaultMinTime)
+	def(&s.Partition.TimeRange.Max, DefaultMaxTime)
 	def(&s.Output.Format, "parquet")
 	if s.Output.Compression == "" && s.Output.Format != "jsonl" {
 		s.Output.Compression = "zstd"
@@ -355,6 +390,9 @@ func (s *Spec) Validate() error {
 		return bad("partition.timezone", "%q is not a known time zone (use an IANA name such as UTC or Europe/Paris)", s.Partition.Timezone)
 	}
 	if err := s.validateTimeField(bad); err != nil {
+		return err
+	}
+	if _, err := s.Partition.timeRange(); err != nil {
 		return err
 	}
 	if err := s.validateScheduling(bad); err != nil {

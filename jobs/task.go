@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -26,7 +27,22 @@ var (
 	ErrNotReady = errors.New("jobs: task not ready: the partition's previous split is not committed")
 	// ErrIncomplete reports a reader that ended below its split's end.
 	ErrIncomplete = errors.New("jobs: split not read to its end")
+	// ErrOutput reports an error of the output (the file system under the
+	// data files or the dead letters), not of a record: it fails the split
+	// whatever on_bad_record says, and counts no bad record.
+	ErrOutput = errors.New("jobs: writing the output")
 )
+
+// recordError reports whether err is a record's fault: its bytes, its
+// schema, its mapping, the filter or its time. Only those follow
+// on_bad_record; every other error fails the split.
+func recordError(err error) bool {
+	if errors.Is(err, ErrOutput) {
+		return false
+	}
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, format.ErrBadValue) ||
+		errors.Is(err, writers.ErrPartition) || errors.Is(err, writers.ErrTimeRange)
+}
 
 // TaskReport says what one task did.
 type TaskReport struct {
@@ -146,7 +162,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	for try := 0; ; try++ {
 		w, err = writers.NewSplitWriter(l.store, s,
 			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				CallerRenews: true, Incarnation: max(inc, 0)}) // keepAlive below, after every fetch
+				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0)}) // keepAlive below, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist)) {
@@ -296,6 +312,10 @@ type taskRun struct {
 	whereFor *format.AvroProjection
 	whereEnv map[string]any
 	whereIdx []int // In fields the filter names
+
+	// emitErr is the writers' verdict on the map path's last emitted row
+	// (whatever the mapper then made of it).
+	emitErr error
 }
 
 // columnarSource returns dec as an avroSource when the record can take
@@ -321,7 +341,7 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 	}
 	out, err := t.schemas.get(t.mapper, schema)
 	if err != nil {
-		return nil, err
+		return nil, t.schemaError(schema, err)
 	}
 	var p *format.AvroProjection
 	if sm, ok := t.mapper.(*selectMapper); ok {
@@ -329,8 +349,11 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 	} else {
 		p, err = t.src.Identity(schema)
 	}
+	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, format.ErrUnboundedItems) {
+		return nil, err // the map path takes it
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		return nil, t.schemaError(schema, err)
 	}
 	if t.projs == nil {
 		t.projs = map[avro.Schema]*format.AvroProjection{}
@@ -346,7 +369,7 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 		return err
 	}
 	p, err := t.projection(schema)
-	if errors.Is(err, format.ErrUnsupportedSchema) {
+	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, ErrBadRecord) && !errors.Is(err, ErrSpec) {
 		// A schema the columnar path does not take (a record that
 		// contains itself): this record goes the map path.
 		return t.mapGeneric(ctx, r)
@@ -369,10 +392,44 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	if err := t.w.WriteAvro(&t.row, meta); err != nil {
-		return err
+		return t.writeError(schema, err)
 	}
 	t.rep.RowsOut++
 	return nil
+}
+
+// schemaError classifies err, the refusal of a record's schema (by the
+// mapper, a projection or the output format): a registry's writer schema
+// is the record's, a bad record naming its id; a fixed schema is the
+// spec's (checkFixedSchema refuses it at Open already).
+func (t *taskRun) schemaError(schema avro.Schema, err error) error {
+	if ws, ok := t.dec.(writerSchemas); ok {
+		if id, ok := ws.writerSchemaID(schema); ok {
+			if errors.Is(err, format.ErrUnboundedItems) {
+				return badRecord("%s", unboundedItems(fmt.Sprintf("writer schema id %d", id), err))
+			}
+			return badRecord("writer schema id %d: refused: %s", id, strings.TrimPrefix(err.Error(), ErrSpec.Error()+": "))
+		}
+	}
+	if errors.Is(err, ErrSpec) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrSpec, err)
+}
+
+// writeError classifies an error of the writers: the record's (a value,
+// partition or time it cannot take, a schema the format cannot hold), an
+// internal misuse (ErrSplit), or the output's (ErrOutput).
+func (t *taskRun) writeError(schema avro.Schema, err error) error {
+	switch {
+	case errors.Is(err, format.ErrBadValue), errors.Is(err, writers.ErrPartition), errors.Is(err, writers.ErrTimeRange):
+		return err
+	case errors.Is(err, format.ErrUnsupportedSchema):
+		return t.schemaError(schema, err)
+	case errors.Is(err, writers.ErrSplit):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrOutput, err)
 }
 
 // whereRow returns the filter's view of the row: the In fields it names,
@@ -402,14 +459,17 @@ func (t *taskRun) whereRow(p *format.AvroProjection) map[string]any {
 func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 	t.rep.RecordsIn++
 	t.rep.BytesIn += int64(len(r.Key) + len(r.Value))
-	if r.Timestamp.After(t.rep.LastRecord) {
-		t.rep.LastRecord = r.Timestamp
+	if r.Timestamp.After(t.rep.LastRecord) && t.l.times.Check("", r.Timestamp) == nil {
+		t.rep.LastRecord = r.Timestamp // a far-future log time is no watermark
 	}
 	err := t.mapRecord(ctx, r)
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) {
+	if errors.Is(err, ErrOutput) {
+		return fmt.Errorf("%s offset %d: %w (the output failed, not the record: the split fails whatever on_bad_record says; nothing of it was committed)", t.split, r.Offset, err)
+	}
+	if !recordError(err) {
 		return err
 	}
 	if !errors.Is(err, ErrBadRecord) {
@@ -420,8 +480,11 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 		t.rep.Skipped++
 		return nil
 	case BadRecordDeadLetter:
+		if err := t.deadLetter(r, err); err != nil {
+			return fmt.Errorf("%s offset %d: %w (the split fails; nothing of it was committed)", t.split, r.Offset, err)
+		}
 		t.rep.DeadLettered++
-		return t.deadLetter(r, err)
+		return nil
 	}
 	return fmt.Errorf("%s offset %d: %w (on_bad_record: fail; nothing of this split was committed)", t.split, r.Offset, err)
 }
@@ -451,7 +514,7 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	}
 	out, err := t.schemas.get(t.mapper, schema)
 	if err != nil {
-		return err
+		return t.schemaError(schema, err)
 	}
 	rec := &Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
 		Key: r.Key, Schema: schema, Value: value}
@@ -463,19 +526,26 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	rows := 0
+	t.emitErr = nil
 	err = t.callMapper(rec, func(row map[string]any) error {
 		rows++
 		if rows > 1 {
-			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			t.emitErr = fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			return t.emitErr
 		}
 		if err := t.w.Write(out, row, meta); err != nil {
-			return err
+			t.emitErr = t.writeError(schema, err)
+			return t.emitErr
 		}
 		t.rep.RowsOut++
 		return nil
 	})
-	if err != nil && !errors.Is(err, ErrBadRecord) && !errors.Is(err, format.ErrBadValue) && !errors.Is(err, writers.ErrPartition) &&
-		!errors.Is(err, writers.ErrSplit) {
+	if t.emitErr != nil {
+		// The writers' verdict stands, whatever the mapper made of it (an
+		// output error must not pass for the mapper's).
+		return t.emitErr
+	}
+	if err != nil && !errors.Is(err, ErrBadRecord) {
 		// A mapper's own error is the record's fault.
 		return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
 	}
@@ -517,11 +587,11 @@ func (t *taskRun) deadLetter(r *kgo.Record, cause error) error {
 	if t.dl == nil {
 		t.dlPath = DeadLetterPath(t.split.Topic, t.split.Partition, t.split.Start, t.rep.Attempt)
 		if err := t.l.fs.MkdirAll(path.Dir(t.dlPath)); err != nil {
-			return fmt.Errorf("jobs: dead letters: %w", err)
+			return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 		}
 		f, err := t.l.fs.Create(t.dlPath)
 		if err != nil {
-			return fmt.Errorf("jobs: dead letters: %w", err)
+			return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 		}
 		t.dl = f
 	}
@@ -535,7 +605,7 @@ func (t *taskRun) deadLetter(r *kgo.Record, cause error) error {
 		return err
 	}
 	if _, err := t.dl.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("jobs: dead letters: %w", err)
+		return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 	}
 	return nil
 }
@@ -547,7 +617,7 @@ func (t *taskRun) closeDeadLetters() error {
 	err := t.dl.Close()
 	t.dl = nil
 	if err != nil {
-		return fmt.Errorf("jobs: dead letters: %w", err)
+		return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 	}
 	return nil
 }

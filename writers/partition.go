@@ -3,6 +3,7 @@ package writers
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -14,6 +15,35 @@ import (
 // ErrPartition reports a record whose partition cannot be derived, or a bad
 // partitioner configuration.
 var ErrPartition = errors.New("writers: partition")
+
+// ErrTimeRange reports a record whose time (its time field, or the log
+// timestamp that makes a partition directory or the _timestamp column)
+// lies outside the writer's TimeRange: the record is not written.
+var ErrTimeRange = errors.New("writers: time out of range")
+
+// TimeRange bounds the times a record may carry into a partition directory
+// or the _timestamp column: Min <= t <= Max. A time outside makes a
+// directory or a value query engines cannot read (DuckDB fails every query
+// over a table with dt=292278994-08-17). The zero value bounds nothing.
+type TimeRange struct {
+	Min, Max time.Time
+}
+
+// DefaultTimeRange is the years 1970 through 9999.
+var DefaultTimeRange = TimeRange{
+	Min: time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+	Max: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+}
+
+// Check returns nil when t lies in r, else an error wrapping ErrTimeRange
+// that says what the time was (what: `time field "ts"`).
+func (r TimeRange) Check(what string, t time.Time) error {
+	if (!r.Min.IsZero() && t.Before(r.Min)) || (!r.Max.IsZero() && t.After(r.Max)) {
+		return fmt.Errorf("%w: %s is %s, outside [%s, %s]", ErrTimeRange, what,
+			t.UTC().Format(time.RFC3339Nano), r.Min.UTC().Format(time.RFC3339Nano), r.Max.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
 
 // Granularity of time partitions.
 type Granularity string
@@ -63,8 +93,14 @@ func NewPartitioner(by Granularity, timeField, timezone string) (*Partitioner, e
 	return p, nil
 }
 
-// Dir returns the partition directory ("" for none) of a record.
+// Dir returns the partition directory ("" for none) of a record. It
+// bounds no time (a SplitWriter checks its Config.TimeRange).
 func (p *Partitioner) Dir(value map[string]any, logTime time.Time) (string, error) {
+	return p.dir(value, logTime, TimeRange{})
+}
+
+// dir is Dir with the record's time checked against rng.
+func (p *Partitioner) dir(value map[string]any, logTime time.Time, rng TimeRange) (string, error) {
 	if p == nil || p.by == ByNone {
 		return "", nil
 	}
@@ -75,7 +111,18 @@ func (p *Partitioner) Dir(value map[string]any, logTime time.Time) (string, erro
 			return "", err
 		}
 	}
+	if err := rng.Check(p.what(), t); err != nil {
+		return "", err
+	}
 	return p.dirAt(t, nil), nil
+}
+
+// what names the partition time in messages.
+func (p *Partitioner) what() string {
+	if p.field == nil {
+		return "the log timestamp"
+	}
+	return fmt.Sprintf("time field %q", p.fieldName)
 }
 
 // dirCache remembers the directory of the last UTC hour or day a writer
@@ -115,13 +162,16 @@ func (p *Partitioner) dirAt(t time.Time, c *dirCache) string {
 	return dir
 }
 
-// dirRow is Dir for a row of the columnar path; outIdx is the index of
+// dirRow is dir for a row of the columnar path; outIdx is the index of
 // the time field's first name in the row's Out fields (-1: not there).
-func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time, c *dirCache) (string, error) {
+func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time, rng TimeRange, c *dirCache) (string, error) {
 	if p == nil || p.by == ByNone {
 		return "", nil
 	}
 	if p.field == nil {
+		if err := rng.Check(p.what(), logTime); err != nil {
+			return "", err
+		}
 		return p.dirAt(logTime, c), nil
 	}
 	if outIdx < 0 {
@@ -131,6 +181,9 @@ func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time,
 	i := row.P.Pick[outIdx]
 	if len(p.field) == 1 {
 		if t, ok := row.InTime(i); ok {
+			if err := rng.Check(p.what(), t); err != nil {
+				return "", err
+			}
 			return p.dirAt(t, c), nil
 		}
 	}
@@ -140,6 +193,9 @@ func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time,
 	}
 	t, err := p.fieldTime(map[string]any{p.field[0]: v})
 	if err != nil {
+		return "", err
+	}
+	if err := rng.Check(p.what(), t); err != nil {
 		return "", err
 	}
 	return p.dirAt(t, c), nil
@@ -183,6 +239,11 @@ func (p *Partitioner) fieldTime(value map[string]any) (time.Time, error) {
 	case int:
 		return time.UnixMilli(int64(x)), nil
 	case float64:
+		// Converting a float beyond int64 gives an arbitrary value: refuse it
+		// as the out-of-range time it is.
+		if !(x >= math.MinInt64 && x < math.MaxInt64) {
+			return time.Time{}, fmt.Errorf("%w: time field %q is %g epoch milliseconds, beyond any time", ErrTimeRange, p.fieldName, x)
+		}
 		return time.UnixMilli(int64(x)), nil
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)

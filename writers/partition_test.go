@@ -2,8 +2,14 @@ package writers
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/writers/format"
 )
 
 func TestPartitionerDir(t *testing.T) {
@@ -62,5 +68,123 @@ func TestFileName(t *testing.T) {
 	}
 	if got := FileName("page.views", 3, 100, 250, 0, "parquet"); got != "page.views+3+100+250.parquet" {
 		t.Fatal(got)
+	}
+}
+
+// TestTimeRangeRefusesEveryTimeSource: every way a record's time becomes a
+// path or a column — a time field of each type, on the map path (Write)
+// and the columnar path (WriteAvro), the log timestamp as partition time,
+// and the log timestamp in the _timestamp column — refuses a time below or
+// above the range with ErrTimeRange, and the writer takes the next record.
+func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
+	rng := TimeRange{Min: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Max: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
+	in := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	below, above := time.Date(1999, 12, 31, 23, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 1, 0, time.UTC)
+	ms := func(t time.Time) int64 { return t.UnixMilli() }
+	type times struct{ in, below, above any }
+	mapCases := []struct {
+		name  string
+		by    Granularity
+		field string
+		meta  bool // metadata columns
+		v     times
+	}{
+		{"time.Time", ByHour, "ts", false, times{in, below, above}},
+		{"long millis", ByHour, "ts", false, times{ms(in), ms(below), ms(above)}},
+		{"int millis", ByHour, "ts", false, times{int(ms(in)), int(ms(below)), int(ms(above))}},
+		{"double millis", ByHour, "ts", false, times{float64(ms(in)), float64(ms(below)), float64(ms(above))}},
+		{"RFC 3339 text", ByDay, "ts", false, times{in.Format(time.RFC3339), below.Format(time.RFC3339), above.Format(time.RFC3339Nano)}},
+		{"union long", ByHour, "ts", false, times{map[string]any{"long": ms(in)}, map[string]any{"long": ms(below)}, map[string]any{"long": ms(above)}}},
+		{"nested", ByHour, "ev.at", false, times{map[string]any{"at": in}, map[string]any{"at": below}, map[string]any{"at": above}}},
+		{"@timestamp", ByHour, LogTimestamp, false, times{in, below, above}},
+		{"_timestamp column", ByNone, "", true, times{in, below, above}},
+	}
+	for _, c := range mapCases {
+		t.Run("map/"+c.name, func(t *testing.T) {
+			part, err := NewPartitioner(c.by, c.field, "UTC")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewSplitWriter(NewStore(filesystem.NewMem(nil), StoreOptions{}), Split{Topic: "t", End: 10},
+				Config{Format: format.Options{Kind: format.JSONLines, MetadataColumns: c.meta}, Partitioner: part, TimeRange: rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort()
+			for off, v := range []any{c.v.in, c.v.below, c.v.above, c.v.in} {
+				value, logTime := map[string]any{"x": 1}, in
+				switch {
+				case c.field == LogTimestamp || c.meta:
+					logTime = v.(time.Time)
+				case c.field == "ev.at":
+					value["ev"] = v
+				default:
+					value["ts"] = v
+				}
+				err := w.Write(nil, value, format.Meta{Offset: int64(off), Timestamp: logTime})
+				if bad := off == 1 || off == 2; bad != errors.Is(err, ErrTimeRange) || (!bad && err != nil) {
+					t.Fatalf("offset %d (%v): %v", off, v, err)
+				}
+			}
+			if n := w.Records(); n != 2 {
+				t.Fatalf("%d records written, want the 2 in range", n)
+			}
+		})
+	}
+	avroCases := []struct{ name, typ string }{
+		{"timestamp-millis", `{"type":"long","logicalType":"timestamp-millis"}`},
+		{"timestamp-micros", `{"type":"long","logicalType":"timestamp-micros"}`},
+		{"long millis", `"long"`},
+		{"null or timestamp-millis", `["null",{"type":"long","logicalType":"timestamp-millis"}]`},
+		{"text", `"string"`},
+	}
+	for _, c := range avroCases {
+		t.Run("columnar/"+c.name, func(t *testing.T) {
+			schema := avro.MustParse(`{"type":"record","name":"R","fields":[{"name":"ts","type":` + c.typ + `}]}`)
+			proj, err := format.NewAvroProjection(schema, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, _ := NewPartitioner(ByHour, "ts", "UTC")
+			w, err := NewSplitWriter(NewStore(filesystem.NewMem(nil), StoreOptions{}), Split{Topic: "t", End: 10},
+				Config{Format: format.Options{Kind: format.Avro}, Partitioner: part, TimeRange: rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort()
+			for off, ts := range []time.Time{in, below, above, in} {
+				var v any = ts
+				switch c.name {
+				case "long millis":
+					v = ts.UnixMilli()
+				case "text":
+					v = ts.Format(time.RFC3339)
+				}
+				b, err := avro.Marshal(schema, map[string]any{"ts": v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var row format.AvroRow
+				if err := proj.Scan(&row, b); err != nil {
+					t.Fatal(err)
+				}
+				err = w.WriteAvro(&row, format.Meta{Offset: int64(off), Timestamp: in})
+				if bad := off == 1 || off == 2; bad != errors.Is(err, ErrTimeRange) || (!bad && err != nil) {
+					t.Fatalf("offset %d (%v): %v", off, ts, err)
+				}
+			}
+		})
+	}
+	// The default range refuses the times of the issue: the largest epoch
+	// millisecond (year 292,278,994), a double beyond any int64, a
+	// producer's -1.
+	part, _ := NewPartitioner(ByDay, "ts", "UTC")
+	for _, v := range []any{int64(math.MaxInt64), 1.5e20, math.NaN(), int64(-1), "0001-01-01T00:00:00Z"} {
+		if _, err := part.dir(map[string]any{"ts": v}, in, DefaultTimeRange); !errors.Is(err, ErrTimeRange) {
+			t.Errorf("%v: %v, want ErrTimeRange", v, err)
+		}
+	}
+	if d, err := part.dir(map[string]any{"ts": int64(0)}, in, DefaultTimeRange); err != nil || d != "dt=1970-01-01" {
+		t.Errorf("epoch 0: %q %v", d, err)
 	}
 }

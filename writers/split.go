@@ -32,6 +32,10 @@ type Config struct {
 	// over (recreated under its name); files of incarnation n > 0 carry it
 	// in their names, so they never meet an older incarnation's files.
 	Incarnation int
+	// TimeRange bounds each record's partition time and, with metadata
+	// columns, its log timestamp: a record outside is refused with
+	// ErrTimeRange and not written (the zero value bounds nothing).
+	TimeRange TimeRange
 }
 
 // SplitWriter writes the records of one split into files of one attempt
@@ -90,13 +94,17 @@ func (w *SplitWriter) Attempt() *Attempt { return w.attempt }
 // for JSON lines); a schema different from the open file's rotates that
 // file. Write takes ownership of value (it may add the metadata columns).
 // A value that does not fit the schema returns an error wrapping
-// format.ErrBadValue and is not written; the writer stays usable.
+// format.ErrBadValue, a record whose partition cannot be derived
+// ErrPartition, one whose time lies outside Config.TimeRange ErrTimeRange,
+// and a schema the format cannot hold format.ErrUnsupportedSchema: these
+// are the record's and it is not written; the writer stays usable. Any
+// other error is the output's (the file system's): give the attempt up.
 func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta format.Meta) error {
 	meta, err := w.check(meta)
 	if err != nil {
 		return err
 	}
-	dir, err := w.cfg.Partitioner.Dir(value, meta.Timestamp)
+	dir, err := w.cfg.Partitioner.dir(value, meta.Timestamp, w.cfg.TimeRange)
 	if err != nil {
 		return err
 	}
@@ -119,7 +127,7 @@ func (w *SplitWriter) WriteAvro(row *format.AvroRow, meta format.Meta) error {
 	if w.timeIdxFor != row.P {
 		w.timeIdxFor, w.timeIdx = row.P, w.cfg.Partitioner.outIndex(row.P.Out)
 	}
-	dir, err := w.cfg.Partitioner.dirRow(row, w.timeIdx, meta.Timestamp, &w.dirs)
+	dir, err := w.cfg.Partitioner.dirRow(row, w.timeIdx, meta.Timestamp, w.cfg.TimeRange, &w.dirs)
 	if err != nil {
 		return err
 	}
@@ -148,6 +156,11 @@ func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
 	}
 	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
 		return meta, fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	}
+	if w.cfg.Format.MetadataColumns {
+		if err := w.cfg.TimeRange.Check("the log timestamp (the _timestamp column)", meta.Timestamp); err != nil {
+			return meta, err
+		}
 	}
 	if w.cfg.CallerRenews {
 		return meta, nil

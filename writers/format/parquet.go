@@ -172,7 +172,12 @@ func deltaColumn(f arrow.Field) bool {
 func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
 	for i, put := range p.puts {
 		if err := put(value[p.names[i]]); err != nil {
-			return errors.Join(err, p.recoverRow())
+			if rerr := p.recoverRow(); rerr != nil {
+				// Writing the good rows failed: the output's error, not the
+				// record's (err is only said).
+				return fmt.Errorf("format: parquet: dropping a row that did not fit (%v): %w", err, rerr)
+			}
+			return err
 		}
 	}
 	p.appendMeta(meta)
