@@ -74,6 +74,13 @@ func TestHugeSchemaCheckDoesNotBlockOthers(t *testing.T) {
 			}
 		}},
 	})
+	t.Cleanup(func() { // a failed test lets a held check go
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
 	if a := reg.do(t, "POST", "/subjects/huge/versions", contentType, schemaBody(wideRecord(15000, false))); a.status != 200 {
 		t.Fatalf("register the first version: %d %s", a.status, a.body)
 	}
@@ -143,6 +150,13 @@ func TestRegistrationRecheckedWhenSubjectChanged(t *testing.T) {
 	}
 	checks.Store(0)
 	armed.Store(true)
+	t.Cleanup(func() { // a failed test lets a held check go
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
 	done := make(chan answer, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", reg.url+"/subjects/s/versions", strings.NewReader(string(schemaBody(userAddDef))))
@@ -156,8 +170,10 @@ func TestRegistrationRecheckedWhenSubjectChanged(t *testing.T) {
 	}()
 	waitFor(t, started, "the first check to start")
 	// userAddDef reads v1's data, but not that of userNoName (no name).
-	if a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userNoName)); a.status != 200 {
-		t.Fatalf("the concurrent registration: %d %s", a.status, a.body)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := reg.client.CreateSchema(ctx, "s", avroSchema(userNoName)); err != nil {
+		t.Fatalf("the concurrent registration while the first is checked: %v", err)
 	}
 	close(release)
 	a := waitFor(t, done, "the first registration's answer")
@@ -240,7 +256,7 @@ func TestBodyEndpointsRefuseSlowAndOversizedBodies(t *testing.T) {
 		conn := rawRequest(t, reg, c.method, c.path, len(c.body), c.body[:5])
 		waitFor(t, reading, what+": the slow body to be read")
 		if n := len(reg.slots); n != 0 {
-			t.Errorf("%s: %d work slots held while the body arrives", what, n)
+			t.Fatalf("%s: %d work slots held while the body arrives", what, n)
 		}
 		if n := reg.bodyBytes.inUse(); n > bodyChunk+5 {
 			t.Errorf("%s: %d body bytes held for 5 bytes arrived", what, n)
