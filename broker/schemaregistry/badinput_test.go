@@ -188,23 +188,26 @@ func startSharedRegistry(t *testing.T) *testRegistry {
 	return &testRegistry{Registry: reg, url: "http://" + ln.Addr().String()}
 }
 
-// TestBodiesInFlightBounded: a request that cannot get a body slot waits,
-// then gives up with 50002 at the write timeout instead of reading its body.
+// TestBodiesInFlightBounded: a request whose body is in but that cannot get
+// a work slot waits, then gives up with 50002 at the write timeout.
 func TestBodiesInFlightBounded(t *testing.T) {
 	b := startBroker(t, "")
 	reg := startRegistryWith(t, Options{Bootstrap: []string{b.addr}, WriteTimeout: 500 * time.Millisecond})
-	for range cap(reg.bodies) {
-		reg.bodies <- struct{}{} // every slot held, as by slow uploads
+	for range cap(reg.slots) {
+		reg.slots <- struct{}{} // every slot held, as by requests at work
 	}
 	a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userV1))
 	if a.status != 500 || a.errorCode() != codeOperationTimeout {
-		t.Fatalf("with every body slot held: %d %s", a.status, a.body)
+		t.Fatalf("with every work slot held: %d %s", a.status, a.body)
 	}
 	if a := reg.do(t, "GET", "/subjects", "", nil); a.status != 200 {
 		t.Fatalf("a request without a body is not held back: %d %s", a.status, a.body)
 	}
-	<-reg.bodies
+	<-reg.slots
 	if a := reg.do(t, "POST", "/subjects/s/versions", contentType, schemaBody(userV1)); a.status != 200 {
 		t.Fatalf("with a slot free: %d %s", a.status, a.body)
+	}
+	if n := reg.bodyBytes.inUse(); n != 0 {
+		t.Fatalf("%d body bytes still held after the requests", n)
 	}
 }

@@ -79,12 +79,32 @@
 // the deleted winner.
 //
 // Compatibility is checked by the writer against its caught-up view; the
-// log rules do not re-check it.
+// log rules do not re-check it. The check runs outside both locks, against
+// a snapshot of the subject (its level and live versions); under writeMu,
+// caught up again, the record is written only if the subject still matches
+// the snapshot, else the schema is checked again (at most 16 attempts).
+//
+// # Bounds on one request
+//
+//   - A body is read before the request takes one of 64 work slots, within
+//     Options.BodyTimeout (5 s; else 408) and MaxRequestBytes (1 MiB; else
+//     413, at once when the declared length is over). While it arrives it
+//     holds only its bytes plus one 16 KiB read of a budget of 64 times
+//     MaxRequestBytes shared by all bodies: slow clients hold no slot.
+//   - A schema is at most 512 KiB in canonical form (42209) and nested at
+//     most 256 levels (42201); references are refused (42201).
+//   - A compatibility check (a registration's, or POST /compatibility)
+//     spends at most Options.MaxCheckSteps steps (10,000,000: one per pair
+//     of schema nodes compared, field, alias or enum symbol looked at,
+//     summed over the versions compared; about a second of one core). A
+//     15,000-field record against one version under FULL takes about
+//     90,000. A check past the bound is refused with 42201, naming it.
 //
 // # Concurrency
 //
 // Lock order: store.writeMu (one write at a time per instance) before
 // store.mu (the state and the reader's position). Handlers read the state
-// under store.mu's read lock; the reader goroutine applies records under
-// its write lock.
+// under store.mu's read lock and parse and check schemas holding neither
+// lock; the reader goroutine parses new schemas before it takes mu, and
+// applies records under its write lock.
 package schemaregistry

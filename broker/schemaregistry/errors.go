@@ -42,6 +42,7 @@ const (
 	codeMethodNotAllowed           = 405
 	codeUnsupportedMediaType       = 415
 	codeRequestEntityTooLarge      = 413
+	codeRequestTimeout             = 408 // the body did not arrive in time
 )
 
 // apiError is an error answered to a client: the Confluent error body

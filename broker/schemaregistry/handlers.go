@@ -82,7 +82,7 @@ func (r *Registry) registerSchema(req *request) (any, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	id, err := r.store.register(req.ctx, req.PathValue("subject"), ps)
+	id, err := r.store.register(req.ctx, req.PathValue("subject"), ps, newCheckBudget(r.opts.MaxCheckSteps))
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +105,10 @@ func (r *Registry) lookupSchema(req *request) (any, error) {
 			aerr = subjectNotFound(subject)
 			return
 		}
-		for i := len(sub.versions) - 1; i >= 0; i-- {
+		id, known := st.idByCanon[ps.canonical]
+		for i := len(sub.versions) - 1; known && i >= 0; i-- {
 			v := sub.versions[i]
-			if (deleted || !v.deleted) && st.schemas[v.id].schema.canonical == ps.canonical {
+			if (deleted || !v.deleted) && v.id == id {
 				out = subjectVersion{Subject: subject, Version: v.number, ID: v.id, Schema: ps.canonical}
 				return
 			}
@@ -278,7 +279,8 @@ func (r *Registry) deleteConfig(req *request) (any, error) {
 // the schema against that one version (latest = the newest live one) in the
 // direction of the subject's level; without {v}, against the versions the
 // level names (the latest, or all for the transitive levels), as a
-// registration would be checked.
+// registration would be checked. The versions are taken under the state's
+// read lock; the check runs outside it, within the check bound.
 func (r *Registry) checkCompatibility(req *request) (any, error) {
 	subject := req.PathValue("subject")
 	n, all := 0, req.PathValue("version") == ""
@@ -292,7 +294,10 @@ func (r *Registry) checkCompatibility(req *request) (any, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	var reasons []string
+	var (
+		level   string
+		against []parsedSchema
+	)
 	r.store.view(func(st *state) {
 		sub := st.subjects[subject]
 		if sub == nil || sub.live() == 0 {
@@ -302,8 +307,7 @@ func (r *Registry) checkCompatibility(req *request) (any, error) {
 			aerr = subjectNotFound(subject)
 			return
 		}
-		level := st.level(subject)
-		var against []parsedSchema
+		level = st.level(subject)
 		if all {
 			for _, v := range sub.versions {
 				if !v.deleted {
@@ -319,10 +323,17 @@ func (r *Registry) checkCompatibility(req *request) (any, error) {
 			against = []parsedSchema{st.schemas[v.id].schema}
 			level = nonTransitive(level)
 		}
-		reasons = checkCompatible(level, ps, against)
 	})
 	if aerr != nil {
 		return nil, aerr
+	}
+	if r.hooks.checking != nil {
+		r.hooks.checking(subject)
+	}
+	budget := newCheckBudget(r.opts.MaxCheckSteps)
+	reasons, err := checkCompatible(level, ps, against, budget)
+	if err != nil {
+		return nil, checkBoundError(subject, level, len(against), budget)
 	}
 	type answer struct {
 		Is       bool      `json:"is_compatible"`

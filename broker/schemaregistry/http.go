@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,13 +27,20 @@ type rawJSON string
 // a context bounded by the write timeout.
 type request struct {
 	*http.Request
-	ctx     context.Context
-	body    []byte
-	release func() // gives back the body's slot, when it holds one
+	ctx  context.Context
+	body []byte
+	held int64 // bytes of the bodies' budget this request holds
+	slot bool  // whether it holds a work slot
 }
 
-// maxBodiesInFlight bounds the request bodies held at once.
+// maxBodiesInFlight bounds the requests with a body at work at once (each
+// holds a work slot while it is parsed, checked and written), and, times
+// MaxRequestBytes, the bytes of the bodies read or held at once.
 const maxBodiesInFlight = 64
+
+// bodyChunk is what a body read reserves of the bodies' bytes before each
+// read: a client that sends its body slowly holds this much, not a slot.
+const bodyChunk = 16 << 10
 
 func (r *Registry) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -94,8 +103,9 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 		status := http.StatusOK
 		req := &request{Request: hr, ctx: ctx}
 		defer func() {
-			if req.release != nil {
-				req.release()
+			r.bodyBytes.release(req.held)
+			if req.slot {
+				<-r.slots
 			}
 			if p := recover(); p != nil {
 				r.logger.Error("schema registry: handler panic (a bug)", "route", pattern, "panic", p)
@@ -107,7 +117,7 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 			r.logger.Debug("schema registry request", "method", hr.Method, "path", hr.URL.Path, "status", status, "elapsed", time.Since(start))
 		}()
 		var answer any
-		err := r.prepare(req)
+		err := r.prepare(w, req)
 		if err == nil {
 			answer, err = e(req)
 		}
@@ -132,11 +142,14 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 	})
 }
 
-// prepare checks the content type and the subject, and reads the body up to
-// the limit, holding one of the bodies slots: at most maxBodiesInFlight
-// bodies are read or held at once, so requests in flight hold at most that
-// many times MaxRequestBytes; the others wait for a slot.
-func (r *Registry) prepare(req *request) error {
+// prepare checks the content type and the subject, and reads the body.
+// A body is read before the request takes a work slot, under the body
+// timeout and the size bound, holding bytes of the bodies' budget for what
+// has arrived (and bodyChunk for the read in progress): a client that
+// sends its body slowly holds a few KiB for at most the body timeout, and
+// never a slot. Then the request waits for one of the maxBodiesInFlight
+// work slots, at most until its write timeout.
+func (r *Registry) prepare(w http.ResponseWriter, req *request) error {
 	if strings.Contains(req.Pattern, "{subject}") {
 		if aerr := checkSubject(req.PathValue("subject")); aerr != nil {
 			return aerr
@@ -148,23 +161,76 @@ func (r *Registry) prepare(req *request) error {
 	if aerr := checkContentType(req.Header.Get("Content-Type")); aerr != nil {
 		return aerr
 	}
+	if req.ContentLength > r.opts.MaxRequestBytes {
+		w.Header().Set("Connection", "close")
+		return r.tooLarge()
+	}
+	body, aerr := r.readBody(w, req)
+	if aerr != nil {
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		return aerr
+	}
+	req.body = body
 	select {
-	case r.bodies <- struct{}{}:
-		req.release = func() { <-r.bodies }
+	case r.slots <- struct{}{}:
+		req.slot = true
 	case <-req.ctx.Done():
 		return errorf(codeOperationTimeout, "Too many requests in flight; retry")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, r.opts.MaxRequestBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			r.metrics.reqTooBig.Inc()
-			return errorf(codeRequestEntityTooLarge, "The request body is larger than %d bytes", r.opts.MaxRequestBytes)
-		}
-		return errorf(codeBadRequest, "Reading the request body failed: %v", err)
-	}
-	req.body = body
 	return nil
+}
+
+// readBody reads the request's body, at most MaxRequestBytes of it, within
+// the body timeout.
+func (r *Registry) readBody(w http.ResponseWriter, req *request) ([]byte, *apiError) {
+	if r.hooks.readingBody != nil {
+		r.hooks.readingBody()
+	}
+	deadline := time.Now().Add(r.opts.BodyTimeout)
+	rc := http.NewResponseController(w)
+	// Without a connection to set the deadline on (the handler mounted in
+	// another server), that server's ReadTimeout bounds the body.
+	bounded := rc.SetReadDeadline(deadline) == nil
+	ctx, cancel := context.WithDeadline(req.ctx, deadline)
+	defer cancel()
+	src := http.MaxBytesReader(w, req.Body, r.opts.MaxRequestBytes)
+	var body []byte
+	for {
+		if err := r.bodyBytes.acquire(ctx, bodyChunk); err != nil {
+			return nil, errorf(codeOperationTimeout, "Too many request bodies in flight; retry")
+		}
+		req.held += bodyChunk
+		body = slices.Grow(body, bodyChunk)
+		n, err := src.Read(body[len(body) : len(body)+bodyChunk])
+		body = body[:len(body)+n]
+		r.bodyBytes.release(int64(bodyChunk - n)) // keep what arrived
+		req.held -= int64(bodyChunk - n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				return nil, r.tooLarge()
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				r.metrics.bodyTimeouts.Inc()
+				return nil, errorf(codeRequestTimeout, "The request body did not arrive within %s; send it in one go, or raise the registry's body timeout", r.opts.BodyTimeout)
+			}
+			return nil, errorf(codeBadRequest, "Reading the request body failed: %v", err)
+		}
+	}
+	if bounded {
+		// The whole body is in: no deadline on the connection while the
+		// request works (an expired one would cancel the request).
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, nil
+}
+
+func (r *Registry) tooLarge() *apiError {
+	r.metrics.reqTooBig.Inc()
+	return errorf(codeRequestEntityTooLarge, "The request body is larger than %d bytes", r.opts.MaxRequestBytes)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

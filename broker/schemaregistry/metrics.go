@@ -13,6 +13,9 @@ type metrics struct {
 	raceLost  prometheus.Counter
 	schemas   prometheus.Gauge
 	reqTooBig prometheus.Counter
+	// bodyTimeouts counts requests refused because their body did not
+	// arrive within the body timeout.
+	bodyTimeouts prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -40,7 +43,10 @@ func newMetrics() *metrics {
 		reqTooBig: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_registry_requests_too_large_total", Help: "Requests refused because their body exceeded the limit.",
 		}),
+		bodyTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_registry_request_body_timeouts_total", Help: "Requests refused because their body did not arrive within the body timeout.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.records, m.writes, m.raceLost, m.schemas, m.reqTooBig)
+	m.reg.MustRegister(m.requests, m.latency, m.records, m.writes, m.raceLost, m.schemas, m.reqTooBig, m.bodyTimeouts)
 	return m
 }

@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,38 +34,129 @@ func writeError(err error) *apiError {
 // register adds ps to subject and returns its id: the id of the live
 // version that already holds the same schema, else a new version whose id
 // is the schema's global id (shared with other subjects) or a new one.
-func (s *store) register(ctx context.Context, subject string, ps parsedSchema) (int, error) {
+//
+// The compatibility check, the costly part, runs outside both locks:
+// against a snapshot of the subject's live versions and level taken after
+// catching up with the topic, spending steps of budget. Then, under
+// writeMu and caught up again, the registration is written only if the
+// subject still has the snapshot's live versions and level; otherwise it is
+// checked again against the new ones. So no registration is checked against
+// a stale version, and none waits behind another's check.
+func (s *store) register(ctx context.Context, subject string, ps parsedSchema, budget *checkBudget) (int, error) {
 	if n := len(ps.canonical); n > maxSchemaBytes {
 		return 0, errorf(codeSchemaTooLarge, "Schema is too large: %d bytes in canonical form, more than %d", n, maxSchemaBytes)
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	for range maxWriteAttempts {
 		if err := s.sync(ctx); err != nil {
 			return 0, writeError(err)
 		}
-		var (
-			d     registration
-			nonce = uuid.NewString()
-		)
-		s.view(func(st *state) { d = decideRegister(st, subject, ps, nonce) })
-		if d.err != nil {
-			return 0, d.err
+		var snap subjectSnapshot
+		s.view(func(st *state) { snap = snapshotSubject(st, subject, ps) })
+		if snap.existing > 0 {
+			return snap.existing, nil
 		}
-		if d.record == nil {
-			return d.id, nil
+		if s.hooks.checking != nil {
+			s.hooks.checking(subject)
 		}
-		if err := s.produce(ctx, *d.record); err != nil {
-			return 0, writeError(err)
+		if aerr := snap.check(subject, ps, budget); aerr != nil {
+			return 0, aerr
 		}
-		won := false
-		s.view(func(st *state) { _, won = st.byNonce[nonce] })
-		if won {
-			return d.id, nil
+		id, done, err := s.writeRegistration(ctx, subject, ps, snap)
+		if err != nil || done {
+			return id, err
 		}
+	}
+	return 0, errorf(codeStoreError, "Gave up registering under subject '%s' after %d attempts: other writers kept changing the subject first; retry", subject, maxWriteAttempts)
+}
+
+// writeRegistration writes the registration of ps, checked against snap,
+// if snap is still the subject's state once caught up. done is false when
+// it is not (or when another instance's record won the race): the caller
+// checks again.
+func (s *store) writeRegistration(ctx context.Context, subject string, ps parsedSchema, snap subjectSnapshot) (id int, done bool, err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		return 0, false, writeError(err)
+	}
+	var (
+		d       registration
+		current = true
+		nonce   = uuid.NewString()
+	)
+	s.view(func(st *state) {
+		if current = snapshotSubject(st, subject, ps).same(snap); current {
+			d = decideWrite(st, subject, ps, nonce)
+		}
+	})
+	if !current {
+		s.metrics.raceLost.Inc()
+		return 0, false, nil
+	}
+	s.pending.Store(ps.canonical, ps) // the reader applies it without parsing it again
+	defer s.pending.Delete(ps.canonical)
+	if err := s.produce(ctx, *d.record); err != nil {
+		return 0, false, writeError(err)
+	}
+	won := false
+	s.view(func(st *state) { _, won = st.byNonce[nonce] })
+	if !won {
 		s.metrics.raceLost.Inc()
 	}
-	return 0, errorf(codeStoreError, "Gave up registering under subject '%s' after %d attempts: other registry instances kept writing first; retry", subject, maxWriteAttempts)
+	return d.id, won, nil
+}
+
+// subjectSnapshot is what a registration's compatibility check depends on:
+// the subject's level and live versions.
+type subjectSnapshot struct {
+	level    string
+	nonces   []string       // the live versions' records, oldest first
+	against  []parsedSchema // their schemas
+	existing int            // id of the live version holding the schema, 0 if none
+}
+
+func snapshotSubject(st *state, subject string, ps parsedSchema) subjectSnapshot {
+	snap := subjectSnapshot{level: st.level(subject)}
+	id, known := st.idByCanon[ps.canonical]
+	if sub := st.subjects[subject]; sub != nil {
+		for _, v := range sub.versions {
+			if v.deleted {
+				continue
+			}
+			if known && v.id == id {
+				snap.existing = id
+			}
+			snap.nonces = append(snap.nonces, v.nonce)
+			snap.against = append(snap.against, st.schemas[v.id].schema)
+		}
+	}
+	return snap
+}
+
+// same reports whether two snapshots of a subject give the same check.
+func (snap subjectSnapshot) same(o subjectSnapshot) bool {
+	return snap.level == o.level && snap.existing == o.existing && slices.Equal(snap.nonces, o.nonces)
+}
+
+// check checks ps against the snapshot: nil, a 409 naming the reasons, or
+// a 42201 when the check needs more steps than budget has.
+func (snap subjectSnapshot) check(subject string, ps parsedSchema, budget *checkBudget) *apiError {
+	reasons, err := checkCompatible(snap.level, ps, snap.against, budget)
+	if err != nil {
+		return checkBoundError(subject, snap.level, len(snap.against), budget)
+	}
+	if len(reasons) > 0 {
+		return errorf(codeIncompatibleSchema, "Schema being registered is incompatible with an earlier schema for subject \"%s\", details: [%s]", subject, strings.Join(reasons, "; "))
+	}
+	return nil
+}
+
+// checkBoundError is the answer to a check that ran out of steps.
+func checkBoundError(subject, level string, versions int, budget *checkBudget) *apiError {
+	if level == nonTransitive(level) {
+		versions = min(versions, 1)
+	}
+	return errorf(codeInvalidSchema, "Invalid schema: checking it under %s against %d version(s) of subject '%s' needs more than %d steps, the bound of one compatibility check (fields, union branches and enum symbols compared, times the versions compared); use a smaller schema, fewer versions or a non-transitive level, or raise the registry's max check steps", level, versions, subject, budget.limit)
 }
 
 // registration is what registering a schema decides from a view of the
@@ -76,23 +168,22 @@ type registration struct {
 	err    *apiError
 }
 
+// decideRegister decides a registration from one view: the check and the
+// write as register makes them, in one step (the simulation's writer).
 func decideRegister(st *state, subject string, ps parsedSchema, nonce string) registration {
-	var existing []parsedSchema
-	if sub := st.subjects[subject]; sub != nil {
-		for _, v := range sub.versions {
-			if v.deleted {
-				continue
-			}
-			e := st.schemas[v.id]
-			if e.schema.canonical == ps.canonical {
-				return registration{id: v.id}
-			}
-			existing = append(existing, e.schema)
-		}
+	snap := snapshotSubject(st, subject, ps)
+	if snap.existing > 0 {
+		return registration{id: snap.existing}
 	}
-	if reasons := checkCompatible(st.level(subject), ps, existing); len(reasons) > 0 {
-		return registration{err: errorf(codeIncompatibleSchema, "Schema being registered is incompatible with an earlier schema for subject \"%s\", details: [%s]", subject, strings.Join(reasons, "; "))}
+	if aerr := snap.check(subject, ps, newCheckBudget(DefaultMaxCheckSteps)); aerr != nil {
+		return registration{err: aerr}
 	}
+	return decideWrite(st, subject, ps, nonce)
+}
+
+// decideWrite is the record of a registration already checked: the
+// schema's id and the subject's next version.
+func decideWrite(st *state, subject string, ps parsedSchema, nonce string) registration {
 	id, version := st.idFor(ps), st.nextVersion(subject)
 	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Schema: ps.canonical}}}
 }

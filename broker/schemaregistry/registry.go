@@ -30,9 +30,27 @@ type Options struct {
 	// WriteTimeout bounds how long a request waits for the topic (a write
 	// to be applied, or a catch-up); 0 = 15 s.
 	WriteTimeout time.Duration
+	// BodyTimeout bounds how long a request's body may take to arrive once
+	// its headers are in; a slower one is refused with 408. 0 = 5 s. It is
+	// set on the connection by Serve's server; a Handler mounted in another
+	// server relies on that server's ReadTimeout.
+	BodyTimeout time.Duration
+	// MaxCheckSteps bounds the work of one request's compatibility check
+	// (see DefaultMaxCheckSteps, the default when 0); a check that needs
+	// more is refused with 42201.
+	MaxCheckSteps int
 	// ClientOpts are extra franz-go options for the registry's clients (TLS,
 	// SASL, dialer).
 	ClientOpts []kgo.Opt
+
+	hooks hooks // the package's tests only
+}
+
+// hooks let the package's tests see and pace requests at points of
+// interest; a nil func is skipped.
+type hooks struct {
+	checking    func(subject string) // a compatibility check starts, outside the locks
+	readingBody func()               // a request starts reading its body
 }
 
 // Registry is a Confluent-compatible schema registry whose state lives in a
@@ -44,7 +62,12 @@ type Registry struct {
 	store   *store
 	metrics *metrics
 	handler http.Handler
-	bodies  chan struct{} // slots of request bodies in flight
+	hooks   hooks
+	// slots are the work slots of requests with a body; bodyBytes is
+	// the budget of body bytes read or held (maxBodiesInFlight times
+	// MaxRequestBytes).
+	slots     chan struct{}
+	bodyBytes *byteBudget
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -70,12 +93,22 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 15 * time.Second
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 5 * time.Second
+	}
+	if opts.MaxCheckSteps <= 0 {
+		opts.MaxCheckSteps = DefaultMaxCheckSteps
+	}
 	m := newMetrics()
 	st, err := openStore(ctx, opts, m)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{opts: opts, logger: opts.Logger, store: st, metrics: m, bodies: make(chan struct{}, maxBodiesInFlight)}
+	r := &Registry{
+		opts: opts, logger: opts.Logger, store: st, metrics: m, hooks: opts.hooks,
+		slots:     make(chan struct{}, maxBodiesInFlight),
+		bodyBytes: newByteBudget(maxBodiesInFlight * (opts.MaxRequestBytes + bodyChunk)),
+	}
 	r.handler = r.routes()
 	return r, nil
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/hamba/avro/v2"
@@ -115,57 +113,4 @@ func abbreviate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// checkCompatible checks candidate against the existing schemas (oldest
-// first) under level and returns the reasons it is incompatible (none when
-// it is compatible). Non-transitive levels look at the newest existing
-// schema only.
-//
-// Avro's rule: a reader schema R can read data written with W when
-// Compatible(R, W). BACKWARD: the new schema reads the old data. FORWARD:
-// the old schemas read the new data. FULL: both.
-func checkCompatible(level string, candidate parsedSchema, existing []parsedSchema) []string {
-	if level == LevelNone || len(existing) == 0 {
-		return nil
-	}
-	switch level {
-	case LevelBackward, LevelForward, LevelFull:
-		existing = existing[len(existing)-1:]
-	}
-	backward := level != LevelForward && level != LevelForwardTransitive
-	forward := level != LevelBackward && level != LevelBackwardTransitive
-	var reasons []string
-	for i := len(existing) - 1; i >= 0; i-- {
-		old := existing[i]
-		if backward {
-			if err := avroCompatible(candidate, old); err != nil {
-				reasons = append(reasons, fmt.Sprintf("%s: the new schema cannot read data written with the old schema %s: %v", level, abbreviate(old.canonical, 200), err))
-			}
-		}
-		if forward {
-			if err := avroCompatible(old, candidate); err != nil {
-				reasons = append(reasons, fmt.Sprintf("%s: the old schema %s cannot read data written with the new schema: %v", level, abbreviate(old.canonical, 200), err))
-			}
-		}
-	}
-	return reasons
-}
-
-// avroCompatible reports whether reader can read what writer wrote. A new
-// SchemaCompatibility each time: its cache is keyed by the schemas'
-// parsing-canonical fingerprints, which ignore defaults, so a shared one
-// would answer "add a field with a default" and "add a field without one"
-// alike; and its recursion marker is not safe across goroutines.
-func avroCompatible(reader, writer parsedSchema) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the Avro compatibility checker failed: %v", r)
-		}
-	}()
-	err = avro.NewSchemaCompatibility().Compatible(reader.avro, writer.avro)
-	if err != nil && err.Error() == "" {
-		err = errors.New("incompatible")
-	}
-	return err
 }

@@ -71,6 +71,14 @@ const (
 
 // apply applies one record of the log. value is nil for a tombstone.
 func (s *state) apply(key recordKey, value []byte) applyResult {
+	return s.applyParsed(key, value, nil)
+}
+
+// applyParsed is apply with the schemas of the records already parsed
+// (canonical or stored text → schema), so that a caller can parse them
+// before it takes the lock that guards the state; a schema missing from
+// parsed is parsed here.
+func (s *state) applyParsed(key recordKey, value []byte, parsed map[string]parsedSchema) applyResult {
 	switch key.Type {
 	case keySchema:
 		if key.Nonce == "" {
@@ -84,7 +92,7 @@ func (s *state) apply(key recordKey, value []byte) applyResult {
 		if json.Unmarshal(value, &v) != nil {
 			return skipped
 		}
-		return s.register(key, v)
+		return s.register(key, v, parsed)
 	case keyDeleteVersion:
 		if value == nil {
 			return skipped // the registration's tombstone does the work
@@ -140,17 +148,17 @@ func (s *state) apply(key recordKey, value []byte) applyResult {
 // only looks at what is live or retired, never at what compaction may
 // remove before the record, so the compacted log accepts every record the
 // whole log accepted (TestRacingWritersAndCompaction).
-func (s *state) register(key recordKey, v schemaValue) applyResult {
+func (s *state) register(key recordKey, v schemaValue, parsed map[string]parsedSchema) applyResult {
 	if key.Subject == nil || *key.Subject != v.Subject || key.Version != v.Version || v.Version < 1 || v.ID < 1 || v.Type != "" && v.Type != "AVRO" {
 		return skipped
 	}
 	if _, dup := s.byNonce[key.Nonce]; dup {
 		return skipped
 	}
-	var ps parsedSchema
+	ps, ok := parsed[v.Schema]
 	if e := s.schemas[v.ID]; e != nil && e.schema.canonical == v.Schema {
 		ps = e.schema // stored text is canonical: no second parse
-	} else {
+	} else if !ok {
 		var err error
 		if ps, err = parseAvro(v.Schema); err != nil {
 			return skipped
@@ -158,17 +166,18 @@ func (s *state) register(key recordKey, v schemaValue) applyResult {
 	}
 	sub := s.subjects[v.Subject]
 	reject := false
+	heldID, held := s.idByCanon[ps.canonical]
 	if sub != nil {
 		if n := len(sub.versions); n > 0 && sub.versions[n-1].number >= v.Version {
 			reject = true
 		}
 		for _, old := range sub.versions {
-			if !old.deleted && s.schemas[old.id].schema.canonical == ps.canonical {
+			if !old.deleted && held && old.id == heldID {
 				reject = true
 			}
 		}
 	}
-	if id, ok := s.idByCanon[ps.canonical]; ok && id != v.ID {
+	if held && heldID != v.ID {
 		reject = true
 	}
 	if e := s.schemas[v.ID]; e != nil && e.schema.canonical != ps.canonical {

@@ -313,7 +313,10 @@ func TestCompatibilityRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := checkCompatible(c.level, next, history)
+		reasons, err := checkCompatible(c.level, next, history, newCheckBudget(DefaultMaxCheckSteps))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if ok := len(reasons) == 0; ok != c.ok {
 			t.Errorf("%s %v then %s: compatible %v, want %v (%v)", c.level, c.history, c.next, ok, c.ok, reasons)
 		}

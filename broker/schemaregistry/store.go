@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type store struct {
 	client  *kgo.Client // produces, and administers the topic
 	reader  *kgo.Client // consumes partition 0 from the start
 	admin   *kadm.Client
+
+	hooks   hooks
+	pending sync.Map // canonical text → parsedSchema of this instance's registrations in flight
 
 	writeMu sync.Mutex
 
@@ -64,6 +68,7 @@ func openStore(ctx context.Context, opts Options, m *metrics) (*store, error) {
 		progress: make(chan struct{}),
 		cleaned:  map[string]bool{},
 		done:     make(chan struct{}),
+		hooks:    opts.hooks,
 	}
 	if err := s.ensureTopic(ctx); err != nil {
 		client.Close()
@@ -161,12 +166,13 @@ func (s *store) read(ctx context.Context) {
 			}
 		})
 		var hwm int64 = -1
+		parsed := s.parseSchemas(fetches)
 		s.mu.Lock()
 		s.readErr = fetchErr
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			hwm = max(hwm, p.HighWatermark)
 			for _, r := range p.Records {
-				s.applyLocked(r)
+				s.applyLocked(r, parsed)
 			}
 		})
 		if hwm >= 0 && s.next >= hwm {
@@ -184,13 +190,55 @@ func (s *store) read(ctx context.Context) {
 	}
 }
 
-func (s *store) applyLocked(r *kgo.Record) {
+// parseSchemas parses the new schemas of fetched registration records
+// before the reader takes mu: parsing a large schema takes a while (about
+// 50 µs a field), and reads must not wait for it. A schema this instance
+// is registering was parsed by its writer already.
+func (s *store) parseSchemas(fetches kgo.Fetches) map[string]parsedSchema {
+	var texts []string
+	fetches.EachRecord(func(r *kgo.Record) {
+		if r.Value == nil {
+			return
+		}
+		if key, err := decodeKey(r.Key); err != nil || key.Type != keySchema {
+			return
+		}
+		var v schemaValue
+		if json.Unmarshal(r.Value, &v) == nil && v.Schema != "" {
+			texts = append(texts, v.Schema)
+		}
+	})
+	if len(texts) == 0 {
+		return nil
+	}
+	parsed := make(map[string]parsedSchema, len(texts))
+	s.mu.RLock()
+	for _, text := range texts {
+		if id, ok := s.st.idByCanon[text]; ok {
+			parsed[text] = s.st.schemas[id].schema
+		}
+	}
+	s.mu.RUnlock()
+	for _, text := range texts {
+		if _, ok := parsed[text]; ok {
+			continue
+		}
+		if p, ok := s.pending.Load(text); ok {
+			parsed[text] = p.(parsedSchema)
+		} else if ps, err := parseAvro(text); err == nil {
+			parsed[text] = ps
+		}
+	}
+	return parsed
+}
+
+func (s *store) applyLocked(r *kgo.Record, parsed map[string]parsedSchema) {
 	if r.Offset < s.next {
 		return
 	}
 	result := skipped
 	if key, err := decodeKey(r.Key); err == nil {
-		result = s.st.apply(key, r.Value)
+		result = s.st.applyParsed(key, r.Value, parsed)
 	} else {
 		s.logger.Warn("schema registry: skipping a record it does not understand", "topic", s.topic, "offset", r.Offset, "err", err)
 	}
