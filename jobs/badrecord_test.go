@@ -240,7 +240,7 @@ func TestRegistrySchemaRefusalIsABadRecord(t *testing.T) {
 			map[string]any{"ts": pageViewBase, "xs": []any{map[string]any{}, map[string]any{}}}},
 		{"a field select keeps is missing", "select", "select: {keep: [ts, url]}",
 			`{"type":"record","name":"NoURL","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}}]}`,
-			`field "url" is not in the record schema`, map[string]any{"ts": pageViewBase}},
+			`"url" is not a field of the record`, map[string]any{"ts": pageViewBase}},
 		{"a union parquet cannot hold", "identity", "",
 			`{"type":"record","name":"U","fields":[{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"u","type":["string","long"]}]}`,
 			"union", map[string]any{"ts": pageViewBase, "u": map[string]any{"long": int64(1)}}},
@@ -290,11 +290,15 @@ func TestRegistrySchemaRefusalIsABadRecord(t *testing.T) {
 			if err := writeFile(filepath.Join(dir, "odd.avsc"), c.schema); err != nil {
 				t.Fatal(err)
 			}
-			spec, _ := writeJob(t, dir, fmt.Sprintf(policyJob, "schemas-file", b.Addr, topic, 10, "avro", "schema_file: odd.avsc",
-				c.mapper, c.mapCfg, jobs.BadRecordDeadLetter, "ts", filepath.Join(dir, "out"), 0))
-			l, err := jobs.Open(ctx, spec, jobs.Options{})
+			// Refused when the spec is read (a select the schema file cannot
+			// hold) or at the latest when the job opens, before any work.
+			spec, err := jobs.LoadSpec(writeJobFile(t, dir, fmt.Sprintf(policyJob, "schemas-file", b.Addr, topic, 10, "avro", "schema_file: odd.avsc",
+				c.mapper, c.mapCfg, jobs.BadRecordDeadLetter, "ts", filepath.Join(dir, "out"), 0)))
 			if err == nil {
-				l.Close()
+				var l *jobs.Loader
+				if l, err = jobs.Open(ctx, spec, jobs.Options{}); err == nil {
+					l.Close()
+				}
 			}
 			if !errors.Is(err, jobs.ErrSpec) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Open with the schema as schema_file: %v, want a spec error with %q", err, c.want)
