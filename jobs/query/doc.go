@@ -42,6 +42,15 @@
 // make test set it). Built without it, Avro files are written as Parquet
 // into the cache from the same Arrow batches and read from there.
 //
+// # What a query may read
+//
+// The warehouse's tables, and its files by path (read_parquet of a file
+// under a local warehouse), nothing else: Open sets DuckDB's
+// enable_external_access off with allowed_directories the local warehouse
+// and the cache, turns extension autoloading off and locks the
+// configuration before any SQL of the user runs (sandbox.go). A path or URL
+// outside, or an extension, fails with ErrOutsideWarehouse.
+//
 // # The local cache (HDFS)
 //
 // Entries are keyed by file system, path, size and modification time, made

@@ -54,7 +54,9 @@ type Engine struct {
 	noPrune bool
 }
 
-// Open opens the warehouse at uri and an in-memory DuckDB.
+// Open opens the warehouse at uri and an in-memory DuckDB confined to it:
+// a query reads the warehouse's tables and files and nothing else
+// (sandbox.go).
 func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 4 << 30
@@ -62,6 +64,13 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = DefaultCacheDir()
 	}
+	// DuckDB may read under the cache (sandbox.go): name it absolutely, as
+	// the paths handed to DuckDB are.
+	cacheDir, err := filepath.Abs(opts.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("query: cache directory %q: %v", opts.CacheDir, err)
+	}
+	opts.CacheDir = cacheDir
 	if opts.Warnings == nil {
 		opts.Warnings = io.Discard
 	}
@@ -107,6 +116,14 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 			e.Close()
 			return nil, fmt.Errorf("query: DuckDB threads: %w", err)
 		}
+	}
+	allowed := []string{opts.CacheDir}
+	if ip, ok := wh.fs.(InPlace); ok {
+		allowed = append(allowed, ip.LocalRoot())
+	}
+	if err := confine(ctx, conn, allowed); err != nil {
+		e.Close()
+		return nil, err
 	}
 	return e, nil
 }
@@ -292,10 +309,18 @@ func (e *Engine) dropPrevious(ctx context.Context) error {
 var missingTable = regexp.MustCompile(`Table with name ([^ ]+) does not exist`)
 
 // sqlError turns a DuckDB error into one line wrapping ErrSQL, or
-// ErrUnknownTable with the tables there are.
+// ErrUnknownTable with the tables there are, or ErrOutsideWarehouse.
 func (e *Engine) sqlError(err error) error {
 	msg := err.Error()
+	if out, ok := e.outsideError(msg); ok {
+		return out
+	}
 	if m := missingTable.FindStringSubmatch(msg); m != nil {
+		if strings.ContainsAny(m[1], "/\\") {
+			// FROM 'path' or FROM 'http://…': a file DuckDB did not
+			// read (the sandbox turns replacement scans of paths off).
+			return e.outside(fmt.Sprintf("not %q", m[1]))
+		}
 		return fmt.Errorf("%w %s in %s (tables: %s)", ErrUnknownTable, m[1], e.wh.uri, strings.Join(e.wh.names, ", "))
 	}
 	return fmt.Errorf("%w: %s", ErrSQL, oneLine(msg))
@@ -353,6 +378,9 @@ func (e *Engine) localize(files []resolved) error {
 				continue
 			}
 			p, err := ip.LocalPath(files[i].src)
+			if err == nil {
+				p, err = filepath.Abs(p)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrData, err)
 			}
