@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,7 +26,9 @@ func newQueryCommand() *cobra.Command {
 		Long: `Each dataset (a job's output directory under the warehouse) is a table named after it,
 with its Hive partition columns dt (DATE) and hr (INTEGER). Only committed files are read
 (from the manifests), and a filter on dt / hr opens only those partitions' files.
-HDFS files are copied to a bounded local cache first.`,
+HDFS files are copied to a bounded local cache first. A query reads the warehouse's tables
+and files and nothing else: no other path, no URL, no DuckDB extension. CSV and JSON output
+stream row by row; the table format holds its first 1,000 rows to size its columns.`,
 		Example: `  sluice query --warehouse file:///var/warehouse --tables
   sluice query --warehouse hdfs://127.0.0.1:9000/warehouse \
     "SELECT hr, count(*) FROM pageviews WHERE dt = '2024-05-01' GROUP BY hr ORDER BY hr"`,
@@ -80,6 +83,9 @@ HDFS files are copied to a bounded local cache first.`,
 			}
 			defer rows.Close()
 			if _, err := query.Write(out, rows, query.Output{Format: format, Limit: limit, Location: e.Location()}); err != nil {
+				if errors.Is(err, query.ErrSQL) || errors.Is(err, query.ErrOutsideWarehouse) {
+					return err // already one line, saying what
+				}
 				return fmt.Errorf("%w: %s", query.ErrSQL, strings.ReplaceAll(err.Error(), "\n", " | "))
 			}
 			return nil

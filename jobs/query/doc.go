@@ -30,7 +30,10 @@
 //	        CREATE TEMP VIEW "<dataset>" AS <one SELECT per format> UNION ALL BY NAME …
 //	                                              │
 //	                                              ▼
-//	        the query itself, rows streamed to table / CSV / JSON output (output.go)
+//	        CREATE TEMP TABLE "__sluice_result_N" AS <the query>   (DuckDB's buffer pool)
+//	                                              │ read back in pages of 16,384 rows (result.go)
+//	                                              ▼
+//	        rows written one by one as table / CSV / JSON (output.go)
 //
 // Pruning is conservative: a conjunct prunes a table reference only when
 // every column it uses is a partition key of that reference, the table is

@@ -269,9 +269,10 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 	return tp, nil
 }
 
-// Query runs query and returns its rows (the caller closes them) and what
-// it read.
-func (e *Engine) Query(ctx context.Context, query string) (*sql.Rows, *Plan, error) {
+// Query runs query and returns its rows (the caller closes them, before
+// the engine's next call) and what it read. The rows are read a page at a
+// time (result.go): memory stays bounded whatever the result size.
+func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	if err := e.dropPrevious(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -288,9 +289,9 @@ func (e *Engine) Query(ctx context.Context, query string) (*sql.Rows, *Plan, err
 			return nil, p, err
 		}
 	}
-	rows, err := e.conn.QueryContext(ctx, query)
+	rows, err := e.run(ctx, query)
 	if err != nil {
-		return nil, p, e.sqlError(err)
+		return nil, p, err
 	}
 	return rows, p, nil
 }
