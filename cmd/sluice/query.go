@@ -15,10 +15,10 @@ func init() { extraCommands = append(extraCommands, newQueryCommand) }
 
 func newQueryCommand() *cobra.Command {
 	var (
-		warehouse, format, cacheDir, cacheSize, timezone string
-		limit                                            int64
-		explain, tables                                  bool
-		threads                                          int
+		warehouse, format, cacheDir, cacheSize, timezone, memory string
+		limit                                                    int64
+		explain, tables                                          bool
+		threads                                                  int
 	)
 	cmd := &cobra.Command{
 		Use:   `query --warehouse URI "SQL"`,
@@ -54,10 +54,16 @@ stream row by row; the table format holds its first 1,000 rows to size its colum
 			if err != nil {
 				return fmt.Errorf("query: --cache-size %q: %v", cacheSize, err)
 			}
+			var memoryBytes int64
+			if memory != "" {
+				if memoryBytes, err = parseBytes(memory); err != nil {
+					return fmt.Errorf("query: --memory-limit %q: %v", memory, err)
+				}
+			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			e, err := query.Open(ctx, warehouse, query.Options{CacheDir: cacheDir, CacheBytes: size,
-				Threads: threads, TimeZone: timezone, Warnings: c.ErrOrStderr()})
+				Threads: threads, MemoryBytes: memoryBytes, TimeZone: timezone, Warnings: c.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -100,6 +106,7 @@ stream row by row; the table format holds its first 1,000 rows to size its colum
 	f.StringVar(&cacheDir, "cache-dir", query.DefaultCacheDir(), "local cache of HDFS files")
 	f.StringVar(&cacheSize, "cache-size", "4GiB", "bound of the local cache (B, KiB, MiB, GiB)")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (0: one per core)")
+	f.StringVar(&memory, "memory-limit", "", "DuckDB's memory limit, which holds the result and spills beyond it under --cache-dir (default: DuckDB's, 80% of RAM)")
 	f.StringVar(&timezone, "timezone", "UTC", "time zone in which timestamps print and date functions work (IANA name)")
 	return cmd
 }

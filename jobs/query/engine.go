@@ -31,6 +31,10 @@ type Options struct {
 	CacheBytes int64
 	// Threads is DuckDB's thread count (default: DuckDB's, one per core).
 	Threads int
+	// MemoryBytes is DuckDB's memory_limit: its buffer pool, which holds a
+	// query's result (result.go) and spills beyond it under CacheDir
+	// (default: DuckDB's, 80% of the machine's memory).
+	MemoryBytes int64
 	// Warnings receives notes such as torn manifests (default: discard).
 	Warnings io.Writer
 	// TimeZone is the session time zone of DuckDB, in which TIMESTAMP WITH
@@ -115,6 +119,12 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opts.Threads)); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("query: DuckDB threads: %w", err)
+		}
+	}
+	if opts.MemoryBytes > 0 {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET memory_limit = '%dB'", opts.MemoryBytes)); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("query: DuckDB memory_limit: %s", oneLine(err.Error()))
 		}
 	}
 	allowed := []string{opts.CacheDir}

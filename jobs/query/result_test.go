@@ -138,3 +138,29 @@ func TestQueryResultIsPaged(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryMemoryLimit: Options.MemoryBytes bounds DuckDB's buffer pool,
+// which holds the result, and a result larger than it is still read whole
+// (spilled under the cache directory).
+func TestQueryMemoryLimit(t *testing.T) {
+	w := localWarehouse(t)
+	loadDataset(t, w.dataset(t, "pageviews"), "pageviews", "pageviews", format.Parquet, "zstd", 6)
+	e, err := Open(context.Background(), w.uri, Options{FS: w.fs, CacheDir: t.TempDir(), Threads: 2, MemoryBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := queryRows(t, e, "SELECT current_setting('memory_limit')"); got[0][0] != "64.0 MiB" {
+		t.Errorf("memory_limit %s, want 64.0 MiB", got[0][0])
+	}
+	const n = 1_500_000 // about 100 MB of distinct text: more than the pool
+	rows, _, err := e.Query(context.Background(), fmt.Sprintf("SELECT range AS i, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS s FROM range(%d)", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out bytes.Buffer
+	if got, err := Write(&out, rows, Output{Format: FormatCSV}); err != nil || got != n {
+		t.Fatalf("wrote %d rows (%v), want %d", got, err, n)
+	}
+}
