@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,10 +15,10 @@ func init() { extraCommands = append(extraCommands, newQueryCommand) }
 
 func newQueryCommand() *cobra.Command {
 	var (
-		warehouse, format, cacheDir, cacheSize, timezone string
-		limit                                            int64
-		explain, tables                                  bool
-		threads                                          int
+		warehouse, format, cacheDir, cacheSize, timezone, memory string
+		limit                                                    int64
+		explain, tables                                          bool
+		threads                                                  int
 	)
 	cmd := &cobra.Command{
 		Use:   `query --warehouse URI "SQL"`,
@@ -25,7 +26,9 @@ func newQueryCommand() *cobra.Command {
 		Long: `Each dataset (a job's output directory under the warehouse) is a table named after it,
 with its Hive partition columns dt (DATE) and hr (INTEGER). Only committed files are read
 (from the manifests), and a filter on dt / hr opens only those partitions' files.
-HDFS files are copied to a bounded local cache first.`,
+HDFS files are copied to a bounded local cache first. A query reads the warehouse's tables
+and files and nothing else: no other path, no URL, no DuckDB extension. CSV and JSON output
+stream row by row; the table format holds its first 1,000 rows to size its columns.`,
 		Example: `  sluice query --warehouse file:///var/warehouse --tables
   sluice query --warehouse hdfs://127.0.0.1:9000/warehouse \
     "SELECT hr, count(*) FROM pageviews WHERE dt = '2024-05-01' GROUP BY hr ORDER BY hr"`,
@@ -51,10 +54,16 @@ HDFS files are copied to a bounded local cache first.`,
 			if err != nil {
 				return fmt.Errorf("query: --cache-size %q: %v", cacheSize, err)
 			}
+			var memoryBytes int64
+			if memory != "" {
+				if memoryBytes, err = parseBytes(memory); err != nil {
+					return fmt.Errorf("query: --memory-limit %q: %v", memory, err)
+				}
+			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			e, err := query.Open(ctx, warehouse, query.Options{CacheDir: cacheDir, CacheBytes: size,
-				Threads: threads, TimeZone: timezone, Warnings: c.ErrOrStderr()})
+				Threads: threads, MemoryBytes: memoryBytes, TimeZone: timezone, Warnings: c.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -80,6 +89,9 @@ HDFS files are copied to a bounded local cache first.`,
 			}
 			defer rows.Close()
 			if _, err := query.Write(out, rows, query.Output{Format: format, Limit: limit, Location: e.Location()}); err != nil {
+				if errors.Is(err, query.ErrSQL) || errors.Is(err, query.ErrOutsideWarehouse) {
+					return err // already one line, saying what
+				}
 				return fmt.Errorf("%w: %s", query.ErrSQL, strings.ReplaceAll(err.Error(), "\n", " | "))
 			}
 			return nil
@@ -94,6 +106,7 @@ HDFS files are copied to a bounded local cache first.`,
 	f.StringVar(&cacheDir, "cache-dir", query.DefaultCacheDir(), "local cache of HDFS files")
 	f.StringVar(&cacheSize, "cache-size", "4GiB", "bound of the local cache (B, KiB, MiB, GiB)")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (0: one per core)")
+	f.StringVar(&memory, "memory-limit", "", "DuckDB's memory limit, which holds the result and spills beyond it under --cache-dir (default: DuckDB's, 80% of RAM)")
 	f.StringVar(&timezone, "timezone", "UTC", "time zone in which timestamps print and date functions work (IANA name)")
 	return cmd
 }

@@ -30,7 +30,10 @@
 //	        CREATE TEMP VIEW "<dataset>" AS <one SELECT per format> UNION ALL BY NAME …
 //	                                              │
 //	                                              ▼
-//	        the query itself, rows streamed to table / CSV / JSON output (output.go)
+//	        CREATE TEMP TABLE "__sluice_result_N" AS <the query>   (DuckDB's buffer pool)
+//	                                              │ read back in pages of 16,384 rows (result.go)
+//	                                              ▼
+//	        rows written one by one as table / CSV / JSON (output.go)
 //
 // Pruning is conservative: a conjunct prunes a table reference only when
 // every column it uses is a partition key of that reference, the table is
@@ -41,6 +44,15 @@
 // The Arrow handoff needs duckdb-go's duckdb_arrow build tag (make build and
 // make test set it). Built without it, Avro files are written as Parquet
 // into the cache from the same Arrow batches and read from there.
+//
+// # What a query may read
+//
+// The warehouse's tables, and its files by path (read_parquet of a file
+// under a local warehouse), nothing else: Open sets DuckDB's
+// enable_external_access off with allowed_directories the local warehouse
+// and the cache, turns extension autoloading off and locks the
+// configuration before any SQL of the user runs (sandbox.go). A path or URL
+// outside, or an extension, fails with ErrOutsideWarehouse.
 //
 // # The local cache (HDFS)
 //

@@ -31,6 +31,10 @@ type Options struct {
 	CacheBytes int64
 	// Threads is DuckDB's thread count (default: DuckDB's, one per core).
 	Threads int
+	// MemoryBytes is DuckDB's memory_limit: its buffer pool, which holds a
+	// query's result (result.go) and spills beyond it under CacheDir
+	// (default: DuckDB's, 80% of the machine's memory).
+	MemoryBytes int64
 	// Warnings receives notes such as torn manifests (default: discard).
 	Warnings io.Writer
 	// TimeZone is the session time zone of DuckDB, in which TIMESTAMP WITH
@@ -54,7 +58,9 @@ type Engine struct {
 	noPrune bool
 }
 
-// Open opens the warehouse at uri and an in-memory DuckDB.
+// Open opens the warehouse at uri and an in-memory DuckDB confined to it:
+// a query reads the warehouse's tables and files and nothing else
+// (sandbox.go).
 func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 4 << 30
@@ -62,6 +68,13 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = DefaultCacheDir()
 	}
+	// DuckDB may read under the cache (sandbox.go): name it absolutely, as
+	// the paths handed to DuckDB are.
+	cacheDir, err := filepath.Abs(opts.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("query: cache directory %q: %v", opts.CacheDir, err)
+	}
+	opts.CacheDir = cacheDir
 	if opts.Warnings == nil {
 		opts.Warnings = io.Discard
 	}
@@ -107,6 +120,20 @@ func Open(ctx context.Context, uri string, opts Options) (*Engine, error) {
 			e.Close()
 			return nil, fmt.Errorf("query: DuckDB threads: %w", err)
 		}
+	}
+	if opts.MemoryBytes > 0 {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET memory_limit = '%dB'", opts.MemoryBytes)); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("query: DuckDB memory_limit: %s", oneLine(err.Error()))
+		}
+	}
+	allowed := []string{opts.CacheDir}
+	if ip, ok := wh.fs.(InPlace); ok {
+		allowed = append(allowed, ip.LocalRoot())
+	}
+	if err := confine(ctx, conn, allowed); err != nil {
+		e.Close()
+		return nil, err
 	}
 	return e, nil
 }
@@ -252,9 +279,10 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 	return tp, nil
 }
 
-// Query runs query and returns its rows (the caller closes them) and what
-// it read.
-func (e *Engine) Query(ctx context.Context, query string) (*sql.Rows, *Plan, error) {
+// Query runs query and returns its rows (the caller closes them, before
+// the engine's next call) and what it read. The rows are read a page at a
+// time (result.go): memory stays bounded whatever the result size.
+func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	if err := e.dropPrevious(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -271,9 +299,9 @@ func (e *Engine) Query(ctx context.Context, query string) (*sql.Rows, *Plan, err
 			return nil, p, err
 		}
 	}
-	rows, err := e.conn.QueryContext(ctx, query)
+	rows, err := e.run(ctx, query)
 	if err != nil {
-		return nil, p, e.sqlError(err)
+		return nil, p, err
 	}
 	return rows, p, nil
 }
@@ -292,10 +320,18 @@ func (e *Engine) dropPrevious(ctx context.Context) error {
 var missingTable = regexp.MustCompile(`Table with name ([^ ]+) does not exist`)
 
 // sqlError turns a DuckDB error into one line wrapping ErrSQL, or
-// ErrUnknownTable with the tables there are.
+// ErrUnknownTable with the tables there are, or ErrOutsideWarehouse.
 func (e *Engine) sqlError(err error) error {
 	msg := err.Error()
+	if out, ok := e.outsideError(msg); ok {
+		return out
+	}
 	if m := missingTable.FindStringSubmatch(msg); m != nil {
+		if strings.ContainsAny(m[1], "/\\") {
+			// FROM 'path' or FROM 'http://…': a file DuckDB did not
+			// read (the sandbox turns replacement scans of paths off).
+			return e.outside(fmt.Sprintf("not %q", m[1]))
+		}
 		return fmt.Errorf("%w %s in %s (tables: %s)", ErrUnknownTable, m[1], e.wh.uri, strings.Join(e.wh.names, ", "))
 	}
 	return fmt.Errorf("%w: %s", ErrSQL, oneLine(msg))
@@ -353,6 +389,9 @@ func (e *Engine) localize(files []resolved) error {
 				continue
 			}
 			p, err := ip.LocalPath(files[i].src)
+			if err == nil {
+				p, err = filepath.Abs(p)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrData, err)
 			}

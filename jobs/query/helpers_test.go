@@ -229,6 +229,8 @@ func (c localCountingFS) LocalPath(name string) (string, error) {
 	return filepath.Join(c.local, filepath.FromSlash(name)), nil
 }
 
+func (c localCountingFS) LocalRoot() string { return c.local }
+
 // warehouse is a test warehouse: its URI, the FS the engine uses and the
 // counting wrapper around it.
 type warehouse struct {

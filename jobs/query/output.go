@@ -1,7 +1,7 @@
 package query
 
 import (
-	"database/sql"
+	"bufio"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
@@ -21,7 +21,8 @@ const (
 )
 
 // widthRows is how many rows the table format reads ahead to size its
-// columns; longer values later simply stretch their row.
+// columns (the one page it holds); longer values later simply stretch
+// their row.
 const widthRows = 1000
 
 // Output says how Write prints a result.
@@ -33,9 +34,11 @@ type Output struct {
 	Location *time.Location
 }
 
-// Write copies rows to w, streaming: memory stays bounded whatever the
-// result size. It returns the number of rows printed.
-func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
+// Write copies rows to w, streaming: CSV and JSON are written row by row,
+// the table format holds its first widthRows rows to size its columns and
+// then writes row by row; memory stays bounded whatever the result size.
+// It returns the number of rows printed.
+func Write(w io.Writer, rows Result, o Output) (int64, error) {
 	formatName, limit, loc := o.Format, o.Limit, o.Location
 	if loc == nil {
 		loc = time.UTC
@@ -49,12 +52,19 @@ func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	types := make([]string, len(cols))
-	if cts, err := rows.ColumnTypes(); err == nil {
-		for i, ct := range cts {
-			types[i] = ct.DatabaseTypeName()
-		}
+	types, err := rows.TypeNames()
+	if err != nil || len(types) != len(cols) {
+		types = make([]string, len(cols))
 	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	n, err := write(bw, rows, cols, types, formatName, limit, loc)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return n, err
+}
+
+func write(w io.Writer, rows Result, cols, types []string, formatName string, limit int64, loc *time.Location) (int64, error) {
 	next := func() ([]any, bool, error) {
 		if !rows.Next() {
 			return nil, false, rows.Err()
@@ -95,7 +105,9 @@ func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
 					rec[i] = text(v)
 				}
 			}
-			cw.Write(rec)
+			if err := cw.Write(rec); err != nil {
+				return n, err
+			}
 			n++
 		}
 		cw.Flush()
@@ -116,7 +128,6 @@ func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
 			if n == 0 {
 				sep = "\n"
 			}
-			io.WriteString(w, sep)
 			obj := orderedObject{keys: cols, vals: make([]any, len(vals))}
 			for i, v := range vals {
 				obj.vals[i] = jsonValue(v)
@@ -125,7 +136,12 @@ func Write(w io.Writer, rows *sql.Rows, o Output) (int64, error) {
 			if err != nil {
 				return n, err
 			}
-			w.Write(b)
+			if _, err := io.WriteString(w, sep); err != nil {
+				return n, err
+			}
+			if _, err := w.Write(b); err != nil {
+				return n, err
+			}
 			n++
 		}
 		_, err := io.WriteString(w, "\n]\n")

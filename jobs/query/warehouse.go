@@ -28,6 +28,10 @@ var (
 	// ErrData reports committed files that cannot be read: missing, of an
 	// unknown format, or too large for the local cache.
 	ErrData = errors.New("query: data")
+	// ErrOutsideWarehouse reports a query that reaches for something other
+	// than the warehouse: a file outside it or the cache, a URL, an
+	// extension. sluice query reads the warehouse's tables and files only.
+	ErrOutsideWarehouse = errors.New("query: outside the warehouse")
 )
 
 // InPlace is implemented by file systems whose files DuckDB can read where
@@ -36,6 +40,9 @@ var (
 type InPlace interface {
 	// LocalPath returns the local path of name, relative to the root.
 	LocalPath(name string) (string, error)
+	// LocalRoot returns the absolute local directory of the root: DuckDB
+	// may read under it (and under the cache), nowhere else.
+	LocalRoot() string
 }
 
 // localInPlace is the local file system with LocalPath.
@@ -48,6 +55,8 @@ func (l localInPlace) LocalPath(name string) (string, error) {
 	}
 	return filepath.Join(l.Root(), filepath.FromSlash(c)), nil
 }
+
+func (l localInPlace) LocalRoot() string { return l.Root() }
 
 // Warehouse is a directory of datasets, each the output of one job.
 type Warehouse struct {
