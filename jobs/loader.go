@@ -78,6 +78,8 @@ type Loader struct {
 
 	lockMu sync.Mutex
 	lock   *JobLock // guarded by lockMu: the job lock this loader's run holds
+
+	fingerprint string // SpecFingerprint(spec), taken once at Open
 }
 
 // Open connects to the job's source and output. Close it when done.
@@ -101,7 +103,7 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 		opts.Store.Logger = opts.Logger
 	}
 	opts.Reader.ReadCommitted = spec.Source.Isolation == ReadCommitted
-	l := &Loader{spec: spec, opts: opts, log: opts.Logger}
+	l := &Loader{spec: spec, opts: opts, log: opts.Logger, fingerprint: SpecFingerprint(spec)}
 	var err error
 	if l.part, err = writers.NewPartitioner(writers.Granularity(spec.Partition.By), spec.Partition.TimeField, spec.Partition.Timezone); err != nil {
 		return nil, fmt.Errorf("%w: partition: %v", ErrSpec, err)

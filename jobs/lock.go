@@ -147,9 +147,9 @@ func (l *Loader) readLock() (*LockHolder, error) {
 	}
 	var h LockHolder
 	if err := json.Unmarshal(b, &h); err != nil {
-		// A holder file is written in one exclusive step; an unreadable one
-		// counts as held until its acquired time is unknown: one lease from
-		// now on is never safe, so name it.
+		// A holder file is written in one exclusive step, so an unreadable
+		// one was damaged by hand or by the disk: its holder and lease are
+		// unknown, and no wait would make a takeover safe. Name it.
 		return nil, fmt.Errorf("jobs: the job lock %s is unreadable (%v): remove it by hand once no run of the job is alive", holderName(top), err)
 	}
 	h.Seq = top
@@ -199,7 +199,7 @@ func (l *Loader) AcquireLock(kind string) (*JobLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	fp := SpecFingerprint(l.spec)
+	fp := l.fingerprint
 	if l.live(cur, now) && !(kind == LockScheduler && cur.Kind == LockScheduler && cur.Spec == fp) {
 		return nil, l.lockedError(cur)
 	}
@@ -327,7 +327,7 @@ func (l *Loader) fence() error {
 		}
 		return nil
 	}
-	if l.live(cur, now) && cur.Spec != SpecFingerprint(l.spec) {
+	if l.live(cur, now) && cur.Spec != l.fingerprint {
 		return fmt.Errorf("%w: %s with another spec of the job; this task commits nothing", ErrLocked, cur)
 	}
 	return nil
