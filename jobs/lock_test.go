@@ -9,33 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
-
-// manualClock is a clock tests move by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // A run of a job holds the job's lock: a replay or another load of the job
 // is refused meanwhile with the holder named, a task of another spec
@@ -50,7 +32,7 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "locked", b.Addr, "locked", 100, "schema_file: pageview.avsc", out))
-	clock := &manualClock{now: time.Now()}
+	clock := scheduler.NewManualClock(time.Now())
 	open := func(t *testing.T, s *jobs.Spec) *jobs.Loader {
 		l, err := jobs.Open(ctx, s, jobs.Options{Clock: clock.Now, LockLease: time.Hour})
 		if err != nil {
@@ -124,7 +106,7 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 		if _, err := l.AcquireLock(jobs.LockLoad); !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), "elsewhere.example") {
 			t.Fatalf("a live lock of another machine: %v", err)
 		}
-		clock.Add(time.Hour + time.Second)
+		clock.Advance(time.Hour + time.Second)
 		lk, err := l.AcquireLock(jobs.LockLoad)
 		if err != nil {
 			t.Fatalf("an expired lock was not taken over: %v", err)
@@ -146,7 +128,7 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 		if err != nil || len(plan.Splits) != 1 {
 			t.Fatalf("%+v %v", plan, err)
 		}
-		clock.Add(2 * time.Hour) // the old holder stalls past its lease; a replay takes over
+		clock.Advance(2 * time.Hour) // the old holder stalls past its lease; a replay takes over
 		taker, err := open(t, spec).AcquireLock(jobs.LockReplay)
 		if err != nil {
 			t.Fatal(err)
@@ -159,88 +141,6 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 			t.Fatalf("the fenced task committed: %+v", cps)
 		}
 	})
-}
-
-// Replays and loads of one job started at once: one at a time holds the
-// lock, each of the others is refused naming it, and the output is that of
-// one spec only, each record once.
-func TestReplayRacingLoadNeverMixesSpecs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	b := kafka.StartSluice(t)
-	recs, _ := pageViews(t, "raced", 2000, 2, time.Hour, -1)
-	counts := produceAll(t, ctx, b.Addr, "raced", 2, recs)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "out")
-	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "raced", b.Addr, "raced", 40, "schema_file: pageview.avsc", out))
-	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	changed := *spec
-	changed.Map.Mapper = "select"
-	changed.Map.Select = &jobs.Select{Rename: map[string]string{"url": "page"}}
-	for round := 0; round < 4; round++ {
-		more, _ := pageViews(t, "raced", 1000, 2, time.Hour, -1)
-		for p, n := range produceAll(t, ctx, b.Addr, "raced", 0, more) {
-			counts[p] += n
-		}
-		errs := make(chan error, 2)
-		go func() {
-			l, err := jobs.Open(ctx, &changed, jobs.Options{})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer l.Close()
-			_, err = l.Replay(ctx, "raced/0@0")
-			errs <- err
-		}()
-		go func() {
-			_, err := jobs.Run(ctx, spec, jobs.Options{})
-			errs <- err
-		}()
-		for i := 0; i < 2; i++ {
-			if err := <-errs; err != nil && !errors.Is(err, jobs.ErrLocked) && !errors.Is(err, jobs.ErrNotReady) {
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-	}
-	// One last run of each, in turn, then the output holds each record once.
-	if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	checkExactlyOnce(t, out, "raced", counts, true)
-	// Partition 0 was replayed from 0 with the rename: in offset order its
-	// files are those of the replays' spec (page) and then, after the last
-	// replay, those of later plain runs (url). An old-spec file between two
-	// new-spec ones is a run that won splits of a replay's range.
-	db := duck(t)
-	rows, err := db.Query(fmt.Sprintf(`SELECT min(_offset), bool_or(page IS NOT NULL) FROM read_parquet('%s', filename=true, union_by_name=true)
-		WHERE _partition = 0 GROUP BY filename ORDER BY 1`, dataGlob(out, "parquet")))
-	if err != nil {
-		if strings.Contains(err.Error(), "page") {
-			t.Log("no replay got the lock in any round")
-			return
-		}
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var seq strings.Builder
-	for rows.Next() {
-		var first int64
-		var page bool
-		if err := rows.Scan(&first, &page); err != nil {
-			t.Fatal(err)
-		}
-		if page {
-			seq.WriteByte('P')
-		} else {
-			seq.WriteByte('u')
-		}
-	}
-	if s := strings.TrimLeft(seq.String(), "P"); strings.Contains(s, "P") {
-		t.Fatalf("partition 0 mixes the two specs' files (P: replay's spec, u: the run's) in offset order: %s", seq.String())
-	}
 }
 
 func writeHolder(t *testing.T, out string, seq int64, h jobs.LockHolder) {
