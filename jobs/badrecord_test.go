@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/jobs/query"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
@@ -380,7 +381,7 @@ func TestFullDiskFailsTheSplit(t *testing.T) {
 				defer local.Close()
 				full := &diskFull{}
 				inj := faults.Filter(full, faults.Ops(r.ops...), faults.PathContains(r.path))
-				l, err := jobs.Open(ctx, spec, jobs.Options{Workers: 1, FS: filesystem.NewFaultyWith(local, inj)})
+				l, err := jobs.Open(ctx, spec, jobs.Options{Workers: 1, FS: vfs.NewFaulty(local, inj)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
-	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // ErrCheckpoint reports a checkpoint ID that is malformed or names no
@@ -82,7 +82,7 @@ func (l *Loader) Checkpoints(ctx context.Context) ([]PartitionCheckpoint, error)
 		l.log.Warn("checkpoints: source unreachable, lag unknown", "err", lerr)
 		for _, t := range l.spec.Topics() {
 			ents, err := l.fs.List(path.Join(writers.SluiceDir, "commits", t))
-			if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+			if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 				return nil, err
 			}
 			for _, e := range ents {
@@ -154,7 +154,7 @@ func (l *Loader) fillLastRecord(cps []PartitionCheckpoint) {
 // RunIDs lists the stored run reports, oldest first.
 func (l *Loader) RunIDs() ([]string, error) {
 	ents, err := l.fs.List(RunsDir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -175,9 +175,9 @@ func (l *Loader) RunReport(id string) (*RunReport, error) {
 	if strings.ContainsAny(id, "/\\") || id == "" || strings.HasPrefix(id, ".") {
 		return nil, fmt.Errorf("%w: %q is not a run id", ErrCheckpoint, id)
 	}
-	b, err := filesystem.ReadFile(l.fs, path.Join(RunsDir, id+".json"))
+	b, err := vfs.ReadFile(l.fs, path.Join(RunsDir, id+".json"))
 	if err != nil {
-		if errors.Is(err, filesystem.ErrNotExist) {
+		if errors.Is(err, vfs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: no run %q in %s (see sluice checkpoints list)", ErrCheckpoint, id, RunsDir)
 		}
 		return nil, err
@@ -246,7 +246,7 @@ func (l *Loader) CheckpointDetail(id string) (*CheckpointDetail, error) {
 				if d.Run == nil {
 					d.Commit = m
 					dl := DeadLetterPath(m.Topic, m.Partition, m.Start, m.Attempt)
-					if ok, _ := filesystem.Exists(l.fs, dl); ok {
+					if ok, _ := vfs.Exists(l.fs, dl); ok {
 						d.DeadLetters = dl
 					}
 				}

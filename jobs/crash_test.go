@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -162,7 +163,7 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 			if !strings.HasSuffix(e.Name(), ".json") || c.manifests[mp] {
 				continue
 			}
-			b, err := filesystem.ReadFile(fs, mp)
+			b, err := vfs.ReadFile(fs, mp)
 			if err != nil {
 				t.Fatal(err)
 			}

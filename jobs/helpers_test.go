@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
@@ -182,7 +183,7 @@ func checkExactlyOnce(t testing.TB, dir, topic string, counts map[int32]int64, c
 			if !strings.HasSuffix(e.Name(), ".json") {
 				continue // the origin record
 			}
-			b, err := filesystem.ReadFile(fs, path.Join("_sluice/commits", topic, fmt.Sprint(p), e.Name()))
+			b, err := vfs.ReadFile(fs, path.Join("_sluice/commits", topic, fmt.Sprint(p), e.Name()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +233,7 @@ func checkExactlyOnce(t testing.TB, dir, topic string, counts map[int32]int64, c
 }
 
 // copyOut copies the data files of an FS (not _sluice) into a local dir.
-func copyOut(t testing.TB, fs filesystem.FS, dir, dst string) {
+func copyOut(t testing.TB, fs vfs.FS, dir, dst string) {
 	t.Helper()
 	ents, err := fs.List(dir)
 	if err != nil {
@@ -300,7 +301,7 @@ func hourCounts(t testing.TB, db *sql.DB, glob string) map[string]int {
 }
 
 // copyCommits copies the manifests of topic's partitions into a local dir.
-func copyCommits(t testing.TB, fs filesystem.FS, dst, topic string, counts map[int32]int64) {
+func copyCommits(t testing.TB, fs vfs.FS, dst, topic string, counts map[int32]int64) {
 	t.Helper()
 	for p := range counts {
 		d := path.Join("_sluice/commits", topic, fmt.Sprint(p))
@@ -312,7 +313,7 @@ func copyCommits(t testing.TB, fs filesystem.FS, dst, topic string, counts map[i
 			t.Fatal(err)
 		}
 		for _, e := range ents {
-			b, err := filesystem.ReadFile(fs, path.Join(d, e.Name))
+			b, err := vfs.ReadFile(fs, path.Join(d, e.Name))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
-	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // ErrTopicRecreated reports a topic deleted and created again under the
@@ -78,9 +78,9 @@ func (l *Loader) incarnation(topic string) (int, error) { return TopicIncarnatio
 // started topic over (on_topic_recreated: restart): the checkpoints under
 // _sluice/commits/<topic>/ are of that incarnation (-1 when the job never
 // recorded the topic; 0 for the topic it first loaded).
-func TopicIncarnation(fs filesystem.FS, topic string) (int, error) {
+func TopicIncarnation(fs vfs.FS, topic string) (int, error) {
 	ents, err := fs.List(path.Join(topicsDir, topic))
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return -1, nil
 	}
 	if err != nil {
@@ -101,7 +101,7 @@ func (l *Loader) readTopicRecord(topic string) (*topicRecord, error) {
 	if err != nil || inc < 0 {
 		return nil, err
 	}
-	b, err := filesystem.ReadFile(l.fs, topicRecordPath(topic, inc))
+	b, err := vfs.ReadFile(l.fs, topicRecordPath(topic, inc))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: reading the identity of topic %s: %w", topic, err)
 	}
@@ -117,7 +117,7 @@ func (l *Loader) readTopicRecord(topic string) (*topicRecord, error) {
 // (those with a start record).
 func (l *Loader) startedPartitions(topic string) ([]int32, error) {
 	ents, err := l.fs.List(path.Join(startDir, topic))
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -251,7 +251,7 @@ func (l *Loader) writeTopicRecord(plan *inputformat.Plan, tp inputformat.TopicPl
 		return fmt.Errorf("jobs: recording topic %s: %w", tp.Topic, err)
 	}
 	err := l.fs.WriteExclusive(p, append(b, '\n'))
-	if errors.Is(err, filesystem.ErrExist) {
+	if errors.Is(err, vfs.ErrExist) {
 		got, rerr := l.readTopicRecord(tp.Topic)
 		if rerr != nil {
 			return rerr
@@ -274,7 +274,7 @@ func (l *Loader) writeTopicRecord(plan *inputformat.Plan, tp inputformat.TopicPl
 func (l *Loader) retireTopic(topic string, inc int) error {
 	tmp := path.Join(writers.SluiceDir, "tmp", topic)
 	ents, err := l.fs.List(tmp)
-	if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return err
 	}
 	for _, e := range ents {
@@ -293,18 +293,18 @@ func (l *Loader) retireTopic(topic string, inc int) error {
 	dest := path.Join(retiredDir, topic, fmt.Sprintf("%06d", inc))
 	commits := path.Join(writers.SluiceDir, "commits", topic)
 	parts, err := l.fs.List(commits)
-	if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return err
 	}
 	if err := l.fs.MkdirAll(path.Join(dest, "commits")); err != nil {
 		return err
 	}
 	for _, e := range parts {
-		if err := l.fs.Rename(path.Join(commits, e.Name), path.Join(dest, "commits", e.Name)); err != nil {
+		if err := l.fs.RenameNoReplace(path.Join(commits, e.Name), path.Join(dest, "commits", e.Name)); err != nil {
 			return fmt.Errorf("jobs: retiring the checkpoints of %s/%s: %w", topic, e.Name, err)
 		}
 	}
-	if err := l.fs.Rename(path.Join(startDir, topic), path.Join(dest, "start")); err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+	if err := l.fs.RenameNoReplace(path.Join(startDir, topic), path.Join(dest, "start")); err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return fmt.Errorf("jobs: retiring the start records of %s: %w", topic, err)
 	}
 	l.log.Info("retired the checkpoints of a recreated topic", "topic", topic, "incarnation", inc, "to", dest)

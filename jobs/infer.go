@@ -9,7 +9,7 @@ import (
 	"sort"
 
 	"github.com/sluicehq/sluice/inputformat"
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // HeldSchemaPath is where a JSON job without schema_file keeps the schema
@@ -25,8 +25,8 @@ func (l *Loader) decoderFor(ctx context.Context, s inputformat.Split) (Decoder, 
 		return l.decoder, nil
 	}
 	p := HeldSchemaPath(l.spec.Name)
-	b, err := filesystem.ReadFile(l.fs, p)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	b, err := vfs.ReadFile(l.fs, p)
+	if errors.Is(err, vfs.ErrNotExist) {
 		if b, err = l.inferSchema(ctx, s); err != nil {
 			return nil, err
 		}
@@ -34,10 +34,10 @@ func (l *Loader) decoderFor(ctx context.Context, s inputformat.Split) (Decoder, 
 			return nil, err
 		}
 		if werr := l.fs.WriteExclusive(p, b); werr != nil {
-			if !errors.Is(werr, filesystem.ErrExist) {
+			if !errors.Is(werr, vfs.ErrExist) {
 				return nil, fmt.Errorf("jobs: holding the inferred schema: %w", werr)
 			}
-			if b, err = filesystem.ReadFile(l.fs, p); err != nil {
+			if b, err = vfs.ReadFile(l.fs, p); err != nil {
 				return nil, err
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -44,7 +45,7 @@ type Options struct {
 	// FS, when set, replaces the output file system output.uri names
 	// (tests stack fault-injecting wrappers on a real one). The caller
 	// closes it, as query.Options.FS.
-	FS filesystem.FS
+	FS vfs.FS
 	// MapPath decodes every record into a map[string]any, as a custom
 	// mapper sees it, even where the columnar path would take it (Avro
 	// values with identity, where or select). Slower; for comparing the two.
@@ -64,7 +65,7 @@ type Loader struct {
 	log     *slog.Logger
 	kcl     *kgo.Client
 	adm     *kadm.Client
-	fs      filesystem.FS
+	fs      vfs.FS
 	ownFS   bool // fs was opened here (not Options.FS): Close closes it
 	store   *writers.Store
 	part    *writers.Partitioner

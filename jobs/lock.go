@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // ErrLocked reports a job whose lock another live run holds (or took over
@@ -124,7 +124,7 @@ func releasedName(seq int64) string { return path.Join(lockDir, fmt.Sprintf("%02
 // taken).
 func (l *Loader) readLock() (*LockHolder, error) {
 	ents, err := l.fs.List(lockDir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -141,7 +141,7 @@ func (l *Loader) readLock() (*LockHolder, error) {
 	if top < 0 {
 		return nil, nil
 	}
-	b, err := filesystem.ReadFile(l.fs, holderName(top))
+	b, err := vfs.ReadFile(l.fs, holderName(top))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: reading the job lock: %w", err)
 	}
@@ -215,7 +215,7 @@ func (l *Loader) AcquireLock(kind string) (*JobLock, error) {
 		return nil, fmt.Errorf("jobs: taking the job lock: %w", err)
 	}
 	if err := l.fs.WriteExclusive(holderName(seq), append(b, '\n')); err != nil {
-		if errors.Is(err, filesystem.ErrExist) {
+		if errors.Is(err, vfs.ErrExist) {
 			if other, rerr := l.readLock(); rerr == nil && other != nil {
 				return nil, l.lockedError(other)
 			}
@@ -254,7 +254,7 @@ func (lk *JobLock) renew() error {
 	if name == prev {
 		return nil
 	}
-	if err := l.fs.WriteExclusive(name, []byte(expiry.UTC().Format(time.RFC3339Nano)+"\n")); err != nil && !errors.Is(err, filesystem.ErrExist) {
+	if err := l.fs.WriteExclusive(name, []byte(expiry.UTC().Format(time.RFC3339Nano)+"\n")); err != nil && !errors.Is(err, vfs.ErrExist) {
 		return fmt.Errorf("jobs: renewing the job lock: %w", err)
 	}
 	if prev != "" {
@@ -295,7 +295,7 @@ func (lk *JobLock) Release() error {
 	}
 	l := lk.l
 	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), []byte(l.opts.Clock().UTC().Format(time.RFC3339Nano)+"\n"))
-	if errors.Is(err, filesystem.ErrExist) {
+	if errors.Is(err, vfs.ErrExist) {
 		err = nil
 	}
 	lk.mu.Lock()

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
-	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // startDir holds the start record of each partition a job began to load:
@@ -27,8 +27,8 @@ func startPath(topic string, partition int32) string {
 
 // startRecord reads a partition's start record (ok false when none).
 func (l *Loader) startRecord(topic string, partition int32) (int64, bool, error) {
-	b, err := filesystem.ReadFile(l.fs, startPath(topic, partition))
-	if errors.Is(err, filesystem.ErrNotExist) {
+	b, err := vfs.ReadFile(l.fs, startPath(topic, partition))
+	if errors.Is(err, vfs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -96,7 +96,7 @@ func (l *Loader) fixStart(pp inputformat.PartitionPlan) error {
 		return fmt.Errorf("jobs: start record: %w", err)
 	}
 	err := l.fs.WriteExclusive(p, []byte(strconv.FormatInt(pp.Start, 10)+"\n"))
-	if err == nil || !errors.Is(err, filesystem.ErrExist) {
+	if err == nil || !errors.Is(err, vfs.ErrExist) {
 		return err
 	}
 	got, _, rerr := l.startRecord(pp.Topic, pp.Partition)

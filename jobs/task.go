@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
-	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -97,8 +97,8 @@ func (l *Loader) RunTask(ctx context.Context, task Task) (TaskReport, error) {
 // committed reports whether s is already committed. A commit at s's start
 // with another end (a planner with another view) makes s stale: ErrNotReady.
 func (l *Loader) committed(s inputformat.Split) (bool, error) {
-	b, err := filesystem.ReadFile(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start))
-	if errors.Is(err, filesystem.ErrNotExist) {
+	b, err := vfs.ReadFile(l.fs, writers.ManifestPath(s.Topic, s.Partition, s.Start))
+	if errors.Is(err, vfs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
@@ -165,7 +165,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0)}) // keepAlive below, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
-		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist)) {
+		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {
 			break
 		}
 		if done, cerr := l.committed(s); cerr != nil || done {
@@ -185,7 +185,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 		// Recovery (another run's) removes an attempt whose split another
 		// attempt committed, or whose lease expired: the split is done, or
 		// is to be run again.
-		if errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, filesystem.ErrNotExist) {
+		if errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist) {
 			if done, cerr := l.committed(s); cerr == nil && done {
 				rep.AlreadyCommitted, err = true, nil
 			} else if errors.Is(err, writers.ErrAttemptExpired) {
@@ -300,7 +300,7 @@ type taskRun struct {
 	mapper    Mapper
 	schemas   schemaCache
 	split     inputformat.Split
-	dl        filesystem.File
+	dl        vfs.File
 	dlPath    string
 	committed bool
 
@@ -589,7 +589,7 @@ func (t *taskRun) deadLetter(r *kgo.Record, cause error) error {
 		if err := t.l.fs.MkdirAll(path.Dir(t.dlPath)); err != nil {
 			return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 		}
-		f, err := t.l.fs.Create(t.dlPath)
+		f, err := t.l.fs.CreateExclusive(t.dlPath)
 		if err != nil {
 			return fmt.Errorf("%w: dead letters: %w", ErrOutput, err)
 		}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
-	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // Completeness markers.
@@ -78,7 +78,7 @@ func completeDir(job string) string { return path.Join("_sluice", "completeness"
 
 // completeness marks the complete time directories of one job's output.
 type completeness struct {
-	fs  filesystem.FS
+	fs  vfs.FS
 	job Job
 	log *slog.Logger
 }
@@ -87,14 +87,14 @@ func (c *completeness) load() (*completeState, error) {
 	dir := completeDir(c.job.Name)
 	st := &completeState{Version: 1, Cursors: map[string]int64{}, Newest: map[string]time.Time{}, Pending: map[string]int64{}}
 	ents, err := c.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	for i := len(ents) - 1; i >= 0; i-- { // newest readable version wins
-		b, err := filesystem.ReadFile(c.fs, path.Join(dir, ents[i].Name))
+		b, err := vfs.ReadFile(c.fs, path.Join(dir, ents[i].Name))
 		if err != nil {
 			continue
 		}
@@ -169,7 +169,7 @@ func (c *completeness) count(st *completeState, topic string, partition int32) e
 	}
 	cdir := path.Dir(writers.ManifestPath(topic, partition, 0))
 	ents, err := c.fs.List(cdir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
@@ -185,7 +185,7 @@ func (c *completeness) count(st *completeState, topic string, partition int32) e
 		if err != nil || (seen && start < cursor) {
 			continue
 		}
-		b, err := filesystem.ReadFile(c.fs, path.Join(cdir, e.Name))
+		b, err := vfs.ReadFile(c.fs, path.Join(cdir, e.Name))
 		if err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func (c *completeness) mark(dir string, start, end time.Time, records int64, run
 		name string
 		data []byte
 	}{{SuccessInfo, b}, {SuccessMarker, nil}} {
-		if err := c.fs.WriteExclusive(path.Join(dir, f.name), f.data); err != nil && !errors.Is(err, filesystem.ErrExist) {
+		if err := c.fs.WriteExclusive(path.Join(dir, f.name), f.data); err != nil && !errors.Is(err, vfs.ErrExist) {
 			return fmt.Errorf("scheduler: marking %s complete: %w", dir, err)
 		}
 	}

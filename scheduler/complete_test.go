@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -31,10 +32,10 @@ func commit(t *testing.T, store *writers.Store, part *writers.Partitioner, p int
 	}
 }
 
-func marker(t *testing.T, fs filesystem.FS, dir string) (SuccessRecord, bool) {
+func marker(t *testing.T, fs vfs.FS, dir string) (SuccessRecord, bool) {
 	t.Helper()
 	var r SuccessRecord
-	b, err := filesystem.ReadFile(fs, path.Join(dir, SuccessInfo))
+	b, err := vfs.ReadFile(fs, path.Join(dir, SuccessInfo))
 	if err != nil {
 		return r, false
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
@@ -39,7 +40,7 @@ func TestHDFSOutput(t *testing.T) {
 	if st, err := fs.Stat("dt=2026-12-01/hr=08/" + scheduler.SuccessMarker); err != nil || st.Size != 0 {
 		t.Fatalf("no empty _SUCCESS for hour 08 on HDFS: %+v %v", st, err)
 	}
-	b, err := filesystem.ReadFile(fs, "dt=2026-12-01/hr=08/"+scheduler.SuccessInfo)
+	b, err := vfs.ReadFile(fs, "dt=2026-12-01/hr=08/"+scheduler.SuccessInfo)
 	var s scheduler.SuccessRecord
 	if err == nil {
 		err = json.Unmarshal(b, &s)
@@ -47,7 +48,7 @@ func TestHDFSOutput(t *testing.T) {
 	if err != nil || s.Records != 60 {
 		t.Fatalf("hour 08 on HDFS: %v %+v", err, s)
 	}
-	if ok, _ := filesystem.Exists(fs, "dt=2026-12-01/hr=09/"+scheduler.SuccessMarker); ok {
+	if ok, _ := vfs.Exists(fs, "dt=2026-12-01/hr=09/"+scheduler.SuccessMarker); ok {
 		t.Fatal("hour 09 marked at 10:00:02 with 10m of lateness")
 	}
 }

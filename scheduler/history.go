@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Run states.
@@ -82,12 +82,12 @@ func historyDir(job string) string { return path.Join("_sluice", "history", job)
 // by schedule. Both files are created exclusively and never rewritten, so
 // a crash leaves either the start record or the end record readable.
 type History struct {
-	fs  filesystem.FS
+	fs  vfs.FS
 	job string
 }
 
 // NewHistory returns the history of job on fs.
-func NewHistory(fs filesystem.FS, job string) *History { return &History{fs: fs, job: job} }
+func NewHistory(fs vfs.FS, job string) *History { return &History{fs: fs, job: job} }
 
 func (h *History) write(name string, r RunRecord) error {
 	r.Version = HistoryVersion
@@ -99,7 +99,7 @@ func (h *History) write(name string, r RunRecord) error {
 	if err := h.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
 	}
-	if err := h.fs.WriteExclusive(path.Join(dir, name), b); err != nil && !errors.Is(err, filesystem.ErrExist) {
+	if err := h.fs.WriteExclusive(path.Join(dir, name), b); err != nil && !errors.Is(err, vfs.ErrExist) {
 		return fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
 	}
 	return nil
@@ -121,7 +121,7 @@ func (h *History) Finish(r RunRecord) error {
 func (h *History) List() ([]RunRecord, error) {
 	dir := historyDir(h.job)
 	ents, err := h.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -141,12 +141,12 @@ func (h *History) List() ([]RunRecord, error) {
 		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && ended[id] {
 			continue
 		}
-		b, err := filesystem.ReadFile(h.fs, path.Join(dir, e.Name))
-		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && errors.Is(err, filesystem.ErrNotExist) {
+		b, err := vfs.ReadFile(h.fs, path.Join(dir, e.Name))
+		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && errors.Is(err, vfs.ErrNotExist) {
 			// The run ended since the listing: its end record exists now.
-			b, err = filesystem.ReadFile(h.fs, path.Join(dir, id+".json"))
+			b, err = vfs.ReadFile(h.fs, path.Join(dir, id+".json"))
 		}
-		if errors.Is(err, filesystem.ErrNotExist) {
+		if errors.Is(err, vfs.ErrNotExist) {
 			continue
 		}
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -69,7 +70,7 @@ type Options struct {
 	// sooner than this after its previous tick, whatever its schedule says.
 	MinInterval time.Duration
 	// OpenFS opens a job's output (default filesystem.Open).
-	OpenFS func(uri string) (filesystem.FS, error)
+	OpenFS func(uri string) (vfs.FS, error)
 	Logger *slog.Logger
 	// Metrics receives the scheduler's metrics (optional).
 	Metrics *Metrics
@@ -95,7 +96,7 @@ type Scheduler struct {
 	running map[string]string    // job name -> run id in flight
 	skipped map[string]int       // job name -> ticks skipped during the run in flight
 	refused map[string]string    // spec path -> hash of the content refused (reported once)
-	outputs map[string]filesystem.FS
+	outputs map[string]vfs.FS
 	runs    sync.WaitGroup
 }
 
@@ -150,7 +151,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	return &Scheduler{opts: opts, log: opts.Logger, clock: opts.Clock, wake: make(chan struct{}, 1),
 		jobs: map[string]*jobState{}, files: map[string]string{}, running: map[string]string{},
-		skipped: map[string]int{}, refused: map[string]string{}, outputs: map[string]filesystem.FS{}}, nil
+		skipped: map[string]int{}, refused: map[string]string{}, outputs: map[string]vfs.FS{}}, nil
 }
 
 // Status lists the scheduled jobs by name.
@@ -319,7 +320,7 @@ func (s *Scheduler) adopt(ctx context.Context, r InFlightRun) {
 	s.startLocked(ctx, job, r.Record.Scheduled, &r)
 }
 
-func (s *Scheduler) output(uri string) (filesystem.FS, error) {
+func (s *Scheduler) output(uri string) (vfs.FS, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if fs := s.outputs[uri]; fs != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkWrite(b *testing.B) {
 	for _, opts := range formats {
 		for _, where := range []string{"local", "hdfs"} {
 			b.Run(fmt.Sprintf("%s-%s/%s", opts.Kind, opts.Compression, where), func(b *testing.B) {
-				var fs filesystem.FS
+				var fs vfs.FS
 				if where == "local" {
 					fs = localFS(b)
 				} else {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // ErrNotChained reports a split that does not continue its partition's
@@ -19,7 +19,7 @@ var ErrNotChained = errors.New("writers: split does not continue the partition's
 // listing of its commits directory (names only; nothing is read).
 func (s *Store) starts(topic string, partition int32) ([]int64, error) {
 	ents, err := s.fs.List(partDir(commitsDir, topic, partition))
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Store) readOrigin(topic string, partition int32) (*Origin, error) {
 func (s *Store) origin(topic string, partition int32, start int64) (*Origin, error) {
 	p := OriginPath(topic, partition)
 	o, err := await(s, func() (*Origin, error) { return s.readOrigin(topic, partition) })
-	if !errors.Is(err, filesystem.ErrNotExist) {
+	if !errors.Is(err, vfs.ErrNotExist) {
 		return o, err
 	}
 	starts, err := s.starts(topic, partition)
@@ -74,7 +74,7 @@ func (s *Store) origin(topic string, partition int32, start int64) (*Origin, err
 	}
 	// Another first run fixed it (or our write failed): read what is there.
 	o, err = await(s, func() (*Origin, error) { return s.readOrigin(topic, partition) })
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, fmt.Errorf("writers: fixing the origin of %s/%d: %w", topic, partition, werr)
 	}
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Store) NextStart(topic string, partition int32, def int64) (int64, erro
 	switch {
 	case err == nil:
 		return o.Start, nil
-	case errors.Is(err, filesystem.ErrNotExist):
+	case errors.Is(err, vfs.ErrNotExist):
 		return def, nil
 	default:
 		return 0, err

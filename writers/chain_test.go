@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -68,7 +69,7 @@ var racers = []racer{
 // checkChainOutput checks a raced partition: the manifests tile the range
 // from an origin one of the racers chose; every offset of it is in exactly
 // one visible file, and every visible file is committed.
-func checkChainOutput(t *testing.T, fs filesystem.FS, topic string, part int32) {
+func checkChainOutput(t *testing.T, fs vfs.FS, topic string, part int32) {
 	t.Helper()
 	store := NewStore(fs, StoreOptions{})
 	ms, err := store.Commits(topic, part)
@@ -117,7 +118,7 @@ func checkChainOutput(t *testing.T, fs filesystem.FS, topic string, part int32) 
 
 // raceGoroutines runs the racers at once, each with its own store (and,
 // through open, its own file-system client).
-func raceGoroutines(t *testing.T, open func() filesystem.FS) {
+func raceGoroutines(t *testing.T, open func() vfs.FS) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(racers))
 	for i, r := range racers {
@@ -137,7 +138,7 @@ func TestChainRaceGoroutinesLocal(t *testing.T) {
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			fs := localFS(t)
-			raceGoroutines(t, func() filesystem.FS { return fs })
+			raceGoroutines(t, func() vfs.FS { return fs })
 			checkChainOutput(t, fs, "pv", 3)
 		})
 	}
@@ -145,7 +146,7 @@ func TestChainRaceGoroutinesLocal(t *testing.T) {
 
 func TestChainRaceGoroutinesHDFS(t *testing.T) {
 	fs := hdfsFS(t)
-	raceGoroutines(t, func() filesystem.FS {
+	raceGoroutines(t, func() vfs.FS {
 		c, err := filesystem.Open(fs.String())
 		if err != nil {
 			t.Error(err)
@@ -353,7 +354,7 @@ func TestCommitRefusesUnreachedEnd(t *testing.T) {
 			t.Fatalf("reached %d: %+v %v", reached, res, err)
 		}
 	}
-	if ok, _ := filesystem.Exists(store.FS(), ManifestPath("pv", 0, 10)); ok {
+	if ok, _ := vfs.Exists(store.FS(), ManifestPath("pv", 0, 10)); ok {
 		t.Fatal("a refused commit created a manifest")
 	}
 	// The reader catches up (offsets 15..19 were compacted away): commit.

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TestWaitUsesInjectedClock: a commit that finds a torn manifest waits
 // ManifestWait for it on the store's clock and sleeper, not the wall clock:
 // here 30 s pass on the test clock in a few backoff steps, at once.
 func TestWaitUsesInjectedClock(t *testing.T) {
-	mem := filesystem.NewMem(nil)
+	mem := vfs.Durable(vfs.NewMem())
 	c := &testClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	sleeps := 0
 	store := NewStore(mem, StoreOptions{Clock: c.Now, Sleep: func(d time.Duration) { sleeps++; c.Sleep(d) }, ManifestWait: 30 * time.Second})
@@ -50,14 +50,14 @@ func TestRecoverRemovesManifestTemps(t *testing.T) {
 	if _, err := store.Recover("pv", 0); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := filesystem.Exists(fs, stale); !ok {
+	if ok, _ := vfs.Exists(fs, stale); !ok {
 		t.Fatal("a fresh temporary was removed")
 	}
 	c.Advance(time.Hour)
 	if _, err := store.Recover("pv", 0); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := filesystem.Exists(fs, stale); ok {
+	if ok, _ := vfs.Exists(fs, stale); ok {
 		t.Fatal("a stale temporary is still there")
 	}
 }

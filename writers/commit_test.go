@@ -11,7 +11,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/hamba/avro/v2"
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -227,7 +227,7 @@ func TestWithdrawMovesAside(t *testing.T) {
 	if _, err := fs.Stat(dest); err != nil {
 		t.Fatalf("withdrawn files gone: %v", err)
 	}
-	_ = filesystem.ErrExist
+	_ = vfs.ErrExist
 }
 
 // TestParquetRotationByBytes: Parquet files roll over once the written row

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // crashSplits is what the crash workload loads: two chained splits.
@@ -35,7 +36,7 @@ func crashWorkload(t *testing.T, store *Store) ([]*Manifest, error) {
 // manifests tile it from the origin, every offset is in exactly one final
 // file of the commit that holds it, no uncommitted file is visible and no
 // temporaries are left.
-func verifyLoaded(t testing.TB, fs filesystem.FS, topic string, part int32, from, to int64) {
+func verifyLoaded(t testing.TB, fs vfs.FS, topic string, part int32, from, to int64) {
 	t.Helper()
 	store := NewStore(fs, StoreOptions{})
 	ms, err := store.Commits(topic, part)
@@ -83,16 +84,17 @@ func verifyLoaded(t testing.TB, fs filesystem.FS, topic string, part int32, from
 // all its files, then recovers, loads what is missing, and checks that
 // every record is there exactly once.
 func crashRun(t *testing.T, failAt int, sticky bool) (ops int, fired bool) {
-	mem := filesystem.NewMem(nil)
-	faulty := filesystem.NewFaulty(mem, failAt, sticky)
+	disk := vfs.NewMem()
+	mem := vfs.Durable(disk)
+	faulty := vfs.FailAt(mem, failAt, sticky)
 	won, err := crashWorkload(t, NewStore(faulty, StoreOptions{}))
-	if err != nil && !errors.Is(err, filesystem.ErrInjected) {
+	if err != nil && !errors.Is(err, faults.ErrInjected) {
 		t.Fatalf("op %d: an error the fault did not cause: %v", failAt, err)
 	}
 	if err == nil && len(won) != len(crashSplits) {
 		t.Fatalf("op %d: won %d of %d splits without an error", failAt, len(won), len(crashSplits))
 	}
-	mem.Crash()
+	disk.Crash()
 
 	store := NewStore(mem, recoverOpts)
 	for _, m := range won {
@@ -101,8 +103,8 @@ func crashRun(t *testing.T, failAt int, sticky bool) (ops int, fired bool) {
 			t.Fatalf("op %d: the won commit [%d, %d) did not survive the crash: %+v %v", failAt, m.Start, m.End, got, err)
 		}
 		for _, f := range m.Files {
-			tmp, _ := filesystem.Exists(mem, f.Temp)
-			final, _ := filesystem.Exists(mem, f.Final)
+			tmp, _ := vfs.Exists(mem, f.Temp)
+			final, _ := vfs.Exists(mem, f.Final)
 			if !tmp && !final {
 				t.Fatalf("op %d: file %s of the won commit [%d, %d) did not survive the crash", failAt, f.Final, m.Start, m.End)
 			}
@@ -132,7 +134,7 @@ func crashRun(t *testing.T, failAt int, sticky bool) (ops int, fired bool) {
 	}
 	for _, m := range won {
 		for _, f := range m.Files {
-			if ok, _ := filesystem.Exists(mem, f.Final); !ok {
+			if ok, _ := vfs.Exists(mem, f.Final); !ok {
 				t.Fatalf("op %d: %s of a won commit is missing after recovery", failAt, f.Final)
 			}
 		}

@@ -3,8 +3,9 @@
 // and commits them atomically so that a retried, duplicated or crashed task
 // never duplicates or loses a record.
 //
-// Subpackages: filesystem (the FS interface: local, HDFS, fault-injecting)
-// and format (the file formats and the Avro → Arrow schema mapping).
+// Storage is internal/vfs's FS (local, HDFS, in-memory, fault-injecting),
+// opened from an output URI by the subpackage filesystem; the subpackage
+// format holds the file formats and the Avro → Arrow schema mapping.
 //
 // # Output layout
 //
@@ -94,7 +95,8 @@
 // commit reported won survives a power loss with all its files (at their
 // temporary or final paths: Recover finishes the moves). Removals are not
 // synced: after a power loss an attempt's files may come back, and Recover
-// removes them again. filesystem.Mem models exactly this, and the crash loop
+// removes them again. vfs.Durable makes these syncs (the writers' code never
+// calls Sync), vfs.Mem models what they make durable, and the crash loop
 // cuts the power at every operation of a load.
 //
 // # Invariants

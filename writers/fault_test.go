@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -13,16 +15,16 @@ import (
 // committed, and checks that every record is there exactly once and nothing
 // uncommitted is visible. It returns the number of operations the faulty
 // run attempted and whether the fault fired.
-func faultRun(t *testing.T, inner filesystem.FS, failAt int, sticky bool) (int, bool) {
+func faultRun(t *testing.T, inner vfs.FS, failAt int, sticky bool) (int, bool) {
 	t.Helper()
 	schema := pageViewSchema(t)
 	cfg := workloadConfig(t)
-	faulty := filesystem.NewFaulty(inner, failAt, sticky)
+	faulty := vfs.FailAt(inner, failAt, sticky)
 	res, err := runSplit(NewStore(faulty, recoverOpts), workload, cfg, schema)
 	if err == nil && !res.Won {
 		t.Fatalf("op %d: first attempt lost with nobody else running", failAt)
 	}
-	if err != nil && !errors.Is(err, filesystem.ErrInjected) && !errors.Is(err, ErrCommitUnknown) {
+	if err != nil && !errors.Is(err, faults.ErrInjected) && !errors.Is(err, ErrCommitUnknown) {
 		t.Fatalf("op %d: error not caused by the fault: %v", failAt, err)
 	}
 	if !faulty.Failed() && err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -33,7 +34,7 @@ func TestHDFSAttemptsRace(t *testing.T) {
 			defer fsB.Close()
 			cfg := workloadConfig(t)
 			writers := make([]*SplitWriter, 2)
-			for i, f := range []filesystem.FS{fsA, fsB} {
+			for i, f := range []vfs.FS{fsA, fsB} {
 				w, err := NewSplitWriter(NewStore(f, StoreOptions{}), workload, cfg)
 				if err != nil {
 					t.Fatal(err)

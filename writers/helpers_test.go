@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -106,7 +107,7 @@ func runSplit(store *Store, split Split, cfg Config, schema avro.Schema) (Result
 }
 
 // walkFiles lists every file under dir (relative paths), skipping _sluice.
-func walkFiles(t testing.TB, fs filesystem.FS, dir string) []string {
+func walkFiles(t testing.TB, fs vfs.FS, dir string) []string {
 	t.Helper()
 	ents, err := fs.List(dir)
 	if err != nil {
@@ -131,7 +132,7 @@ func walkFiles(t testing.TB, fs filesystem.FS, dir string) []string {
 }
 
 // readOffsets parses a gzip JSON-lines file and returns its _offset values.
-func readOffsets(t testing.TB, fs filesystem.FS, name string) []int64 {
+func readOffsets(t testing.TB, fs vfs.FS, name string) []int64 {
 	t.Helper()
 	r, err := fs.Open(name)
 	if err != nil {
@@ -167,7 +168,7 @@ func readOffsets(t testing.TB, fs filesystem.FS, name string) []int64 {
 // verifyExactlyOnce checks the committed output of split: one manifest,
 // every offset in exactly one final file, no file under a final path that
 // the manifest does not list, and no temporaries left.
-func verifyExactlyOnce(t testing.TB, fs filesystem.FS, split Split) {
+func verifyExactlyOnce(t testing.TB, fs vfs.FS, split Split) {
 	t.Helper()
 	store := NewStore(fs, StoreOptions{})
 	ms, err := store.Commits(split.Topic, split.Partition)
@@ -210,7 +211,7 @@ func verifyExactlyOnce(t testing.TB, fs filesystem.FS, split Split) {
 var hdfsDirSeq atomic.Int64
 
 // hdfsFS returns a fresh directory on the test binary's MiniDFSCluster.
-func hdfsFS(t testing.TB) filesystem.FS {
+func hdfsFS(t testing.TB) vfs.FS {
 	t.Helper()
 	addr := hdfs.Start(t)
 	f, err := filesystem.Open(fmt.Sprintf("hdfs://%s/writers/%s-%d", addr, strings.ReplaceAll(t.Name(), "/", "_"), hdfsDirSeq.Add(1)))

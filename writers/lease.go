@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // ErrAttemptExpired reports an attempt whose lease expired and which
@@ -41,9 +41,9 @@ func (a *Attempt) Renew() error {
 	// The name says it all; the body is for people.
 	err := s.fs.WriteExclusive(name, []byte(expiry.UTC().Format(time.RFC3339Nano)+"\n"))
 	switch {
-	case errors.Is(err, filesystem.ErrNotExist):
+	case errors.Is(err, vfs.ErrNotExist):
 		return fmt.Errorf("%w: %s: %v", ErrAttemptExpired, a.dir, err)
-	case err != nil && !errors.Is(err, filesystem.ErrExist):
+	case err != nil && !errors.Is(err, vfs.ErrExist):
 		return fmt.Errorf("writers: renewing the lease of %s: %w", a.dir, err)
 	}
 	if a.lease != "" {
@@ -79,9 +79,9 @@ func (a *Attempt) claim(intent []byte) error {
 	case err == nil:
 		a.intent = true
 		return nil
-	case errors.Is(err, filesystem.ErrNotExist):
+	case errors.Is(err, vfs.ErrNotExist):
 		return fmt.Errorf("%w: %s is gone", ErrAttemptExpired, a.dir)
-	case !errors.Is(err, filesystem.ErrExist):
+	case !errors.Is(err, vfs.ErrExist):
 		a.intent = true // it may be there, whole: Recover will tell
 		return fmt.Errorf("%w: %s, writing the intent: %w", ErrCommitUnknown, a.split, err)
 	}
@@ -102,7 +102,7 @@ func (a *Attempt) claim(intent []byte) error {
 // the reaped mark.
 func (s *Store) readFate(p string) (intent *Manifest, reaped bool, err error) {
 	b, err := await(s, func() ([]byte, error) {
-		b, err := filesystem.ReadFile(s.fs, p)
+		b, err := vfs.ReadFile(s.fs, p)
 		if err == nil && strings.HasPrefix(string(b), reapedMagic+" ") {
 			_, err = open(reapedMagic, b)
 		} else if err == nil {
@@ -130,7 +130,7 @@ func (s *Store) reap(dir string, now time.Time) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, filesystem.ErrExist), errors.Is(err, filesystem.ErrNotExist):
+	case errors.Is(err, vfs.ErrExist), errors.Is(err, vfs.ErrNotExist):
 		return false, nil
 	default:
 		return false, err
@@ -145,7 +145,7 @@ func (s *Store) leaseExpired(dir string, now time.Time) (bool, error) {
 		return true, nil
 	}
 	ents, err := s.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return false, nil // gone: nothing to do
 	}
 	if err != nil {

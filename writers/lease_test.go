@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/faults"
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -143,9 +143,9 @@ func TestLeaseRaceCommitDuringRecover(t *testing.T) {
 // attempt wrote its intent: Commit says ErrCommitUnknown, Abort refuses
 // (Recover may need the files), and Recover completes the commit.
 func TestIntentCompletedByRecover(t *testing.T) {
-	mem := filesystem.NewMem(nil)
+	mem := vfs.Durable(vfs.NewMem())
 	inj := faults.Filter(faults.OnIndex(0), faults.Ops(faults.WriteExclusive), faults.PathHasPrefix("_sluice/commits/pageviews/2/0"))
-	store := NewStore(filesystem.NewFaultyWith(mem, inj), StoreOptions{})
+	store := NewStore(vfs.NewFaulty(mem, inj), StoreOptions{})
 	w, _ := NewSplitWriter(store, workload, workloadConfig(t))
 	writeAll(t, w, &testClock{}, 0)
 	if _, err := w.Commit(workload.End); !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, faults.ErrInjected) {
@@ -183,7 +183,7 @@ func TestRecoverSparesNewbornAttempt(t *testing.T) {
 	if err != nil || len(rep.Pending) != 0 || len(rep.Discarded) != 1 {
 		t.Fatalf("recover kept an attempt that died before its first lease: %+v %v", rep, err)
 	}
-	if _, err := store.FS().Stat(dir); !errors.Is(err, filesystem.ErrNotExist) {
+	if _, err := store.FS().Stat(dir); !errors.Is(err, vfs.ErrNotExist) {
 		t.Fatalf("the dead attempt's directory is still there: %v", err)
 	}
 }

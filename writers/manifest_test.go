@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func sampleManifest() *Manifest {
@@ -162,7 +162,7 @@ func TestRecoverLeavesNewerManifest(t *testing.T) {
 	if after := walkFiles(t, fs, SluiceDir); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("files changed:\n%v\n%v", before, after)
 	}
-	if b, _ := filesystem.ReadFile(fs, mp); !bytes.Equal(b, newer) {
+	if b, _ := vfs.ReadFile(fs, mp); !bytes.Equal(b, newer) {
 		t.Fatal("the newer manifest was changed")
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -105,7 +105,7 @@ func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, err := NewSplitWriter(NewStore(filesystem.NewMem(nil), StoreOptions{}), Split{Topic: "t", End: 10},
+			w, err := NewSplitWriter(NewStore(vfs.Durable(vfs.NewMem()), StoreOptions{}), Split{Topic: "t", End: 10},
 				Config{Format: format.Options{Kind: format.JSONLines, MetadataColumns: c.meta}, Partitioner: part, TimeRange: rng})
 			if err != nil {
 				t.Fatal(err)
@@ -146,7 +146,7 @@ func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			part, _ := NewPartitioner(ByHour, "ts", "UTC")
-			w, err := NewSplitWriter(NewStore(filesystem.NewMem(nil), StoreOptions{}), Split{Topic: "t", End: 10},
+			w, err := NewSplitWriter(NewStore(vfs.Durable(vfs.NewMem()), StoreOptions{}), Split{Topic: "t", End: 10},
 				Config{Format: format.Options{Kind: format.Avro}, Partitioner: part, TimeRange: rng})
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // RecoveryReport says what Recover did.
@@ -44,7 +44,7 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 	}
 	base := partDir(tmpDir, topic, partition)
 	starts, err := s.fs.List(base)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return rep, nil
 	}
 	if err != nil {
@@ -64,11 +64,11 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 				continue
 			}
 		}
-		if merr != nil && !errors.Is(merr, filesystem.ErrNotExist) {
+		if merr != nil && !errors.Is(merr, vfs.ErrNotExist) {
 			return rep, fmt.Errorf("writers: recover %s/%d: %w", topic, partition, merr)
 		}
 		attempts, err := s.fs.List(path.Join(base, st.Name))
-		if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+		if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 			return rep, err
 		}
 		for _, at := range attempts {
@@ -108,12 +108,12 @@ func (s *Store) setTornAside(mp string, now time.Time, start int64, rep *Recover
 	if err := s.fs.MkdirAll(path.Dir(aside)); err != nil {
 		return nil, err
 	}
-	if err := s.fs.Rename(mp, aside); err != nil {
+	if err := s.fs.RenameNoReplace(mp, aside); err != nil {
 		return nil, fmt.Errorf("writers: moving torn manifest %s aside: %w", mp, err)
 	}
 	s.log.Warn("torn manifest moved aside", "manifest", mp, "to", aside)
 	rep.TornMovedAway = append(rep.TornMovedAway, start)
-	return nil, filesystem.ErrNotExist
+	return nil, vfs.ErrNotExist
 }
 
 // recoverAttempt settles one attempt directory given its split's manifest
@@ -137,7 +137,7 @@ func (s *Store) recoverAttempt(m *Manifest, mp, dir, id string, now time.Time, r
 				rep.Pending = append(rep.Pending, dir)
 				return nil
 			}
-		case errors.Is(err, filesystem.ErrNotExist):
+		case errors.Is(err, vfs.ErrNotExist):
 			expired, err := s.leaseExpired(dir, now)
 			if err != nil {
 				return err
@@ -184,10 +184,10 @@ func (s *Store) recoverAttempt(m *Manifest, mp, dir, id string, now time.Time, r
 // recoverAgain re-reads the manifest after an attempt raced recovery.
 func (s *Store) recoverAgain(mp, dir, id string, now time.Time, rep *RecoveryReport) error {
 	m, err := s.awaitManifest(mp)
-	if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return err
 	}
-	if ok, err := filesystem.Exists(s.fs, dir); err != nil || !ok {
+	if ok, err := vfs.Exists(s.fs, dir); err != nil || !ok {
 		return err // the attempt finished and cleaned up
 	}
 	if m == nil {
@@ -205,7 +205,7 @@ func (s *Store) completeIntent(mp string, intent *Manifest) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.fs.WriteExclusive(mp, data); err != nil && !errors.Is(err, filesystem.ErrExist) {
+	if err := s.fs.WriteExclusive(mp, data); err != nil && !errors.Is(err, vfs.ErrExist) {
 		return nil, fmt.Errorf("writers: completing the commit of %s: %w", mp, err)
 	}
 	m, err := s.awaitManifest(mp)
@@ -222,7 +222,7 @@ func (s *Store) completeIntent(mp string, intent *Manifest) (*Manifest, error) {
 func (s *Store) removeStaleTemps(topic string, partition int32) error {
 	dir := partDir(commitsDir, topic, partition)
 	ents, err := s.fs.List(dir)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {

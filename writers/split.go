@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/hamba/avro/v2"
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -66,7 +66,7 @@ type SplitWriter struct {
 
 type openFile struct {
 	dir    string
-	file   filesystem.File
+	file   vfs.File
 	fw     format.Writer
 	temp   string
 	schema avro.Schema
@@ -283,7 +283,7 @@ func (w *SplitWriter) Commit(reached int64) (Result, error) {
 			if err := w.closeFile(w.open[d]); err != nil {
 				w.finished = true
 				w.abortOpen()
-				if errors.Is(err, filesystem.ErrNotExist) {
+				if errors.Is(err, vfs.ErrNotExist) {
 					// Recovery removed the attempt (its lease expired).
 					return Result{}, fmt.Errorf("%w: %v", ErrAttemptExpired, err)
 				}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // attemptTimeLayout is how an attempt ID starts: the attempt's creation time
@@ -81,13 +81,13 @@ type StoreOptions struct {
 
 // Store runs the commit protocol on one output root.
 type Store struct {
-	fs   filesystem.FS
+	fs   vfs.FS
 	opts StoreOptions
 	log  *slog.Logger
 }
 
 // NewStore returns a Store on fs.
-func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
+func NewStore(fs vfs.FS, opts StoreOptions) *Store {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
@@ -111,7 +111,7 @@ func NewStore(fs filesystem.FS, opts StoreOptions) *Store {
 }
 
 // FS returns the store's file system.
-func (s *Store) FS() filesystem.FS { return s.fs }
+func (s *Store) FS() vfs.FS { return s.fs }
 
 // Attempt is one try at writing a split. Its files live under
 // _sluice/tmp/<topic>/<partition>/<start>/<id>/ until it commits, next to
@@ -169,7 +169,7 @@ func (a *Attempt) Split() Split { return a.split }
 func (a *Attempt) TempPath(rel string) string { return path.Join(a.dir, rel) }
 
 // Create creates the temporary file rel (relative to the attempt directory).
-func (a *Attempt) Create(rel string) (filesystem.File, string, error) {
+func (a *Attempt) Create(rel string) (vfs.File, string, error) {
 	p := a.TempPath(rel)
 	if d := path.Dir(p); !a.made[d] {
 		if err := a.store.fs.MkdirAll(d); err != nil {
@@ -177,7 +177,7 @@ func (a *Attempt) Create(rel string) (filesystem.File, string, error) {
 		}
 		a.made[d] = true
 	}
-	f, err := a.store.fs.Create(p)
+	f, err := a.store.fs.CreateExclusive(p)
 	return f, p, err
 }
 
@@ -255,7 +255,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	// Every file must still be there: a stalled attempt whose directory
 	// recovery removed (its lease had expired) must not commit what is gone.
 	for _, f := range files {
-		if _, err := s.fs.Stat(f.Temp); errors.Is(err, filesystem.ErrNotExist) {
+		if _, err := s.fs.Stat(f.Temp); errors.Is(err, vfs.ErrNotExist) {
 			return Result{}, fmt.Errorf("%w: %s is gone", ErrAttemptExpired, f.Temp)
 		} else if err != nil {
 			return Result{}, fmt.Errorf("writers: commit %s: %w", a.split, err)
@@ -281,7 +281,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 				return Result{Won: false, Manifest: cur}, fmt.Errorf("writers: lost commit of %s, removing temporaries: %w", a.split, err)
 			}
 			return Result{Won: false, Manifest: cur}, nil
-		case errors.Is(rerr, filesystem.ErrNotExist):
+		case errors.Is(rerr, vfs.ErrNotExist):
 			// The intent stands (recovery may be acting on it already):
 			// Recover completes the commit.
 			return Result{}, fmt.Errorf("%w: %s: writing the manifest: %w (run Recover: it completes the commit from the attempt's intent)", ErrCommitUnknown, a.split, werr)
@@ -330,7 +330,7 @@ func (s *Store) readManifest(p string) (*Manifest, error) {
 
 // readRecord reads and decodes the record at p; a decoding error names p.
 func readRecord[T any](s *Store, p string, decode func([]byte) (T, error)) (T, error) {
-	b, err := filesystem.ReadFile(s.fs, p)
+	b, err := vfs.ReadFile(s.fs, p)
 	if err != nil {
 		var zero T
 		return zero, err
@@ -350,16 +350,16 @@ func (s *Store) rollForward(m *Manifest) error {
 		if err := s.fs.MkdirAll(path.Dir(f.Final)); err != nil {
 			return fmt.Errorf("writers: roll forward %s: %w", f.Final, err)
 		}
-		err := s.fs.Rename(f.Temp, f.Final)
+		err := s.fs.RenameNoReplace(f.Temp, f.Final)
 		switch {
 		case err == nil:
-		case errors.Is(err, filesystem.ErrExist):
+		case errors.Is(err, vfs.ErrExist):
 			// Moved before (local link done, unlink not): drop the temp copy.
 			if err := s.fs.Remove(f.Temp); err != nil {
 				return fmt.Errorf("writers: roll forward %s: %w", f.Final, err)
 			}
-		case errors.Is(err, filesystem.ErrNotExist):
-			ok, serr := filesystem.Exists(s.fs, f.Final)
+		case errors.Is(err, vfs.ErrNotExist):
+			ok, serr := vfs.Exists(s.fs, f.Final)
 			if serr != nil {
 				return fmt.Errorf("writers: roll forward %s: %w", f.Final, serr)
 			}

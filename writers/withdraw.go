@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // ErrWithdrawal reports a Withdraw that cannot start because an
@@ -66,7 +66,7 @@ func (s *Store) Withdraw(topic string, partition int32, from int64) ([]*Manifest
 		s.log.Info("withdrew commit", "manifest", mp, "to", dest)
 		out = append(out, m)
 	}
-	if err := s.fs.Rename(work, dest); err != nil {
+	if err := s.fs.RenameNoReplace(work, dest); err != nil {
 		return out, dest, fmt.Errorf("writers: finishing the withdrawal %s: %w", dest, err)
 	}
 	return out, dest, nil
@@ -78,7 +78,7 @@ func (s *Store) moveInto(work, p string) error {
 	if err := s.fs.MkdirAll(path.Dir(to)); err != nil {
 		return err
 	}
-	if err := s.fs.Rename(p, to); err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+	if err := s.fs.RenameNoReplace(p, to); err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return fmt.Errorf("writers: withdraw %s: %w", p, err)
 	}
 	return nil
@@ -88,7 +88,7 @@ func (s *Store) moveInto(work, p string) error {
 // from the same offset ("" if none), or ErrWithdrawal for one from another.
 func (s *Store) unfinishedWithdrawal(base string, from int64) (string, error) {
 	ents, err := s.fs.List(base)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // loadThree commits [0,100), [100,200), [200,300) of pageviews/2.
-func loadThree(t *testing.T, fs filesystem.FS) {
+func loadThree(t *testing.T, fs vfs.FS) {
 	t.Helper()
 	store := NewStore(fs, StoreOptions{})
 	for _, sp := range []Split{{Topic: "pageviews", Partition: 2, Start: 0, End: 100}, {Topic: "pageviews", Partition: 2, Start: 100, End: 200}, {Topic: "pageviews", Partition: 2, Start: 200, End: 300}} {
@@ -24,9 +26,9 @@ func loadThree(t *testing.T, fs filesystem.FS) {
 // run again continues the same withdrawal: one directory holds every
 // withdrawn file and manifest, and the output is back at offset 100.
 func TestWithdrawInterrupted(t *testing.T) {
-	mem := filesystem.NewMem(nil)
+	mem := vfs.Durable(vfs.NewMem())
 	loadThree(t, mem)
-	probe := filesystem.NewFaulty(mem, -1, false)
+	probe := vfs.FailAt(mem, -1, false)
 	if _, _, err := NewStore(probe, StoreOptions{}).Withdraw("pageviews", 2, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +36,11 @@ func TestWithdrawInterrupted(t *testing.T) {
 	t.Logf("a withdrawal takes %d operations", total)
 	for i := 0; i < total; i++ {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			mem := filesystem.NewMem(nil)
+			mem := vfs.Durable(vfs.NewMem())
 			loadThree(t, mem)
 			before := len(walkFiles(t, mem, "."))
-			faulty := filesystem.NewFaulty(mem, i, true)
-			if _, _, err := NewStore(faulty, StoreOptions{}).Withdraw("pageviews", 2, 100); !errors.Is(err, filesystem.ErrInjected) {
+			faulty := vfs.FailAt(mem, i, true)
+			if _, _, err := NewStore(faulty, StoreOptions{}).Withdraw("pageviews", 2, 100); !errors.Is(err, faults.ErrInjected) {
 				t.Fatalf("op %d: %v", i, err)
 			}
 			store := NewStore(mem, StoreOptions{})
@@ -90,7 +92,7 @@ func TestNextStartReadsNewestOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counter := filesystem.NewFaulty(mem, -1, false)
+	counter := vfs.FailAt(mem, -1, false)
 	store := NewStore(counter, StoreOptions{})
 	n, err := store.NextStart("pv", 0, 0)
 	if err != nil || n != hours*1000 {

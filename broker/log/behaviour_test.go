@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func mustOpen(t *testing.T, m *Manager, cfg Config) *Log {
@@ -437,7 +437,7 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 }
 
 func TestRegionWriteToSocket(t *testing.T) {
-	m := openManager(t, vfs.OS, t.TempDir(), nil)
+	m := openManager(t, vfs.OS{}, t.TempDir(), nil)
 	defer m.Close()
 	l := mustOpen(t, m, DefaultConfig())
 	for i := 0; i < 50; i++ {
@@ -500,7 +500,7 @@ func TestChangedNotifies(t *testing.T) {
 }
 
 func TestBoundedOpenFiles(t *testing.T) {
-	m, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: t.TempDir(), MaxOpenFiles: 8})
+	m, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: t.TempDir(), MaxOpenFiles: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +589,7 @@ func TestManagerPartitionsAndDelete(t *testing.T) {
 	if _, err := l.Append(simpleBatch(1, 10, 1, 'x'), AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append to a deleted log: %v", err)
 	}
-	if _, _, err := mem.Stat("/data/my-topic-12"); !vfs.IsNotExist(err) {
+	if _, err := mem.Stat("/data/my-topic-12"); !vfs.IsNotExist(err) {
 		t.Fatalf("partition directory still there: %v", err)
 	}
 	if len(m2.Partitions()) != 2 {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // benchBatch returns an uncompressed batch of about size bytes.
@@ -24,7 +24,7 @@ func benchBatch(size int) []byte {
 }
 
 func benchLog(b *testing.B, cfg Config) (*Manager, *Log) {
-	m, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: b.TempDir()})
+	m, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func benchTargets(b *testing.B) []struct {
 		name string
 		fs   vfs.FS
 		dir  string
-	}{{"disk", vfs.OS, b.TempDir()}}
+	}{{"disk", vfs.OS{}, b.TempDir()}}
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		d, err := os.MkdirTemp("/dev/shm", "sluice-bench-")
 		if err == nil {
@@ -56,7 +56,7 @@ func benchTargets(b *testing.B) []struct {
 				name string
 				fs   vfs.FS
 				dir  string
-			}{"tmpfs", vfs.OS, d})
+			}{"tmpfs", vfs.OS{}, d})
 		}
 	}
 	return t
@@ -189,7 +189,7 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkTenThousandPartitions(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		fdsBefore := countFDs()
-		m, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: b.TempDir()})
+		m, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func BenchmarkTenThousandPartitions(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "close-s")
 		start = time.Now()
-		m2, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: m.opts.Dir})
+		m2, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: m.opts.Dir})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func BenchmarkTenThousandPartitions(b *testing.B) {
 		if err := m2.Close(); err != nil {
 			b.Fatal(err)
 		}
-		m3, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: m.opts.Dir})
+		m3, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: m.opts.Dir})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func BenchmarkRestartAfterKill(b *testing.B) {
 		leo := runRestartChild(b, dir, total)
 		b.StartTimer()
 		start := time.Now()
-		m, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: dir})
+		m, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: dir})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -388,7 +388,7 @@ func restartConfig(total int64) Config {
 func restartChild() {
 	dir := os.Getenv("SLUICE_RESTART_DIR")
 	total, _ := strconv.ParseInt(os.Getenv("SLUICE_RESTART_BYTES"), 10, 64)
-	m, err := OpenManager(ManagerOptions{FS: vfs.OS, Dir: dir})
+	m, err := OpenManager(ManagerOptions{FS: vfs.OS{}, Dir: dir})
 	if err != nil {
 		panic(err)
 	}

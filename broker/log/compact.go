@@ -372,7 +372,7 @@ func (l *Log) swapCleaned(cs cleanerSegment, content []byte) (bool, error) {
 	cs.seg.mu.Lock()
 	cs.seg.loaded = false // its index files are gone; reload (rebuild) on demand
 	cs.seg.mu.Unlock()
-	if err := l.fs.Rename(tmp, cs.seg.logPath()); err != nil {
+	if err := l.fs.RenameReplace(tmp, cs.seg.logPath()); err != nil {
 		_ = l.fs.Remove(tmp)
 		return false, fmt.Errorf("log: compact: rename %s: %w", tmp, err)
 	}

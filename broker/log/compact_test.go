@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
-	"github.com/sluicehq/sluice/broker/log/vfs/errorfs"
+	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
 // keyedRecord is one record of the compaction model; value nil = tombstone.
@@ -307,9 +307,9 @@ func TestCompactCrashLoop(t *testing.T) {
 			// Uncompressed and zstd batches: the other codecs are covered
 			// above, and their encoders are slow under the race detector.
 			model := compactWorkload(t, mem, clock, 2, []int16{0, 0, 4})
-			counter := errorfs.OnIndex(i)
+			counter := faults.OnIndex(i)
 			what := fmt.Sprintf("crash=%v op %d", crash, i)
-			efs := errorfs.Wrap(mem, counter)
+			efs := vfs.NewFaulty(mem, counter)
 			if m, err := OpenManager(ManagerOptions{FS: efs, Dir: "/data", Clock: clock, Logger: quietLogger()}); err == nil {
 				if l, err := m.Open(tp0, compactConfig()); err == nil {
 					_, _ = l.Compact()

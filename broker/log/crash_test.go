@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
-	"github.com/sluicehq/sluice/broker/log/vfs/errorfs"
+	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
 // crashModel is what the workload knows about the log it drove.
@@ -289,9 +289,9 @@ func TestCrashLoop(t *testing.T) {
 		for _, sticky := range []bool{false, true} {
 			mem := vfs.NewMem()
 			clock := newManualClock()
-			inj := &errorfs.Counter{Fail: i, Sticky: sticky}
+			inj := &faults.Counter{Fail: i, Sticky: sticky}
 			model := &crashModel{attempted: map[int64][]byte{}, durable: map[int64][]byte{}, lastIdem: -1}
-			crashWorkload(errorfs.Wrap(mem, inj), clock, seed, model)
+			crashWorkload(vfs.NewFaulty(mem, inj), clock, seed, model)
 			fired, op := inj.Fired()
 			what := fmt.Sprintf("seed %d, fail op %d sticky=%v (%s)", seed, i, sticky, op)
 			if !fired {

@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Start-up writes a log may have deferred (Log.deferred).

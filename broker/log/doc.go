@@ -169,7 +169,7 @@
 //
 // # Usage
 //
-//	m, err := log.OpenManager(log.ManagerOptions{FS: vfs.OS, Dir: "/var/lib/sluice"})
+//	m, err := log.OpenManager(log.ManagerOptions{FS: vfs.OS{}, Dir: "/var/lib/sluice"})
 //	l, err := m.Open(log.TopicPartition{Topic: "pageviews", Partition: 0}, log.DefaultConfig())
 //	res, err := l.Append(recordsFromProduce, log.AppendOptions{AssignOffsets: true, LeaderEpoch: 0})
 //	l.SetHighWatermark(l.LogEndOffset())
@@ -181,7 +181,8 @@
 //	reg.MustRegister(m.Collector())
 //	m.Close()
 //
-// All file access goes through vfs.FS: vfs.OS in production, vfs.NewMem in
-// tests (Crash drops what was not synced) and errorfs to fail the i-th
-// operation.
+// All file access goes through internal/vfs's FS, with explicit durability
+// (File.Sync, SyncDir) and the replacing rename (RenameReplace): vfs.OS{} in
+// production, vfs.NewMem in tests (Crash drops what was not synced) and
+// vfs.NewFaulty to fail the i-th operation.
 package log

@@ -4,7 +4,7 @@ import (
 	"path"
 	"testing"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TestRebuiltEpochsPersist: leader epochs that recovery rebuilds from the

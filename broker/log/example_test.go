@@ -5,13 +5,13 @@ import (
 	"os"
 
 	plog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func Example() {
 	dir, _ := os.MkdirTemp("", "sluice-example-")
 	defer os.RemoveAll(dir)
-	m, err := plog.OpenManager(plog.ManagerOptions{FS: vfs.OS, Dir: dir})
+	m, err := plog.OpenManager(plog.ManagerOptions{FS: vfs.OS{}, Dir: dir})
 	if err != nil {
 		panic(err)
 	}

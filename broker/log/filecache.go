@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // defaultMaxOpenFiles bounds the segment file handles a Manager keeps open

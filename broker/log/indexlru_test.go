@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TestIndexMemoryBounded: retention passes and reads load the indexes of

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TopicPartition names a partition.

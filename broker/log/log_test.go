@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // manualClock is a Clock that tests advance.
@@ -33,7 +33,7 @@ type testFS struct {
 func fileSystems(t *testing.T) []testFS {
 	return []testFS{
 		{"mem", vfs.NewMem(), "/data"},
-		{"os", vfs.OS, t.TempDir()},
+		{"os", vfs.OS{}, t.TempDir()},
 	}
 }
 

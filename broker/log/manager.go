@@ -11,12 +11,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	FS           vfs.FS // vfs.OS in production
+	FS           vfs.FS // vfs.OS{} in production
 	Dir          string // the data directory
 	Clock        Clock  // nil = wall clock
 	MaxOpenFiles int    // bound on cached segment file handles; 0 = 1024
@@ -49,7 +49,7 @@ type Manager struct {
 // crash after this point is recognised as unclean.
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.FS == nil {
-		opts.FS = vfs.OS
+		opts.FS = vfs.OS{}
 	}
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
@@ -65,7 +65,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		known: map[TopicPartition]bool{}, fresh: map[TopicPartition]bool{}, logs: map[TopicPartition]*Log{}, opening: map[TopicPartition]chan struct{}{},
 	}
 	m.indexes = newIndexLRU(opts.MaxLoadedIndexes, m.metrics)
-	if _, _, err := opts.FS.Stat(opts.Dir); err != nil {
+	if _, err := opts.FS.Stat(opts.Dir); err != nil {
 		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 			return nil, fmt.Errorf("log: create data dir: %w", err)
 		}
@@ -73,7 +73,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 			return nil, fmt.Errorf("log: sync the data dir's parent: %w", err)
 		}
 	}
-	names, err := opts.FS.List(opts.Dir)
+	names, err := vfs.ListNames(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list data dir: %w", err)
 	}
@@ -87,7 +87,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 				return nil, fmt.Errorf("log: finish deleting %s: %w", full, err)
 			}
 		default:
-			if _, isDir, err := opts.FS.Stat(full); err == nil && isDir {
+			if st, err := opts.FS.Stat(full); err == nil && st.IsDir {
 				if tp, ok := parsePartitionDir(name); ok {
 					m.known[tp] = true
 				}
@@ -351,7 +351,7 @@ func (m *Manager) DeleteMany(tps []TopicPartition) error {
 		if err := m.opts.FS.RemoveAll(dir + deleteSuffix); err != nil {
 			return err
 		}
-		if err := m.opts.FS.Rename(dir, dir+deleteSuffix); err != nil {
+		if err := m.opts.FS.RenameReplace(dir, dir+deleteSuffix); err != nil {
 			if isNotExist(err) {
 				return nil
 			}

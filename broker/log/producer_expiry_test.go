@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func idemBatch(pid int64, seq int32, n int, clock *manualClock) []byte {

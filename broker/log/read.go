@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Region is a byte range of one segment file holding whole batches. It pins

@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 const readChunk = 32 << 10

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // tailKind classifies why recovery stopped before the end of a segment file.
@@ -134,7 +134,7 @@ func openLog(p openParams) (*Log, error) {
 	if p.fresh {
 		return l, l.createFirstSegment(0)
 	}
-	names, err := p.fs.List(p.dir)
+	names, err := vfs.ListNames(p.fs, p.dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", p.dir, err)
 	}
@@ -201,10 +201,11 @@ func openLog(p openParams) (*Log, error) {
 	now := l.clock.Now()
 	for _, base := range bases {
 		s := newSegment(p.dir, base, now)
-		size, _, err := p.fs.Stat(s.logPath())
+		st, err := p.fs.Stat(s.logPath())
 		if err != nil {
 			return nil, fmt.Errorf("log: stat %s: %w", s.logPath(), err)
 		}
+		size := st.Size
 		s.size, s.flushedSize = size, size
 		l.segments = append(l.segments, s)
 	}

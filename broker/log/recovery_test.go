@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // segmentBytes returns n valid batches as a segment file starting at offset base.
@@ -85,7 +85,7 @@ func TestRecoveryTails(t *testing.T) {
 // what was appended after the last checkpoint.
 func TestRecoveryScansOnlyTheTail(t *testing.T) {
 	dir := t.TempDir()
-	m := openManager(t, vfs.OS, dir, nil)
+	m := openManager(t, vfs.OS{}, dir, nil)
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 64 << 10
 	l := mustOpen(t, m, cfg)
@@ -103,7 +103,7 @@ func TestRecoveryScansOnlyTheTail(t *testing.T) {
 	}
 	want := readAll(t, l, 0)
 	// Unclean stop: the manager is abandoned.
-	m2 := openManager(t, vfs.OS, dir, nil)
+	m2 := openManager(t, vfs.OS{}, dir, nil)
 	defer m2.Close()
 	l2 := mustOpen(t, m2, cfg)
 	if got := m2.Stats().RecoveryBytesScanned; got != tail {
@@ -272,7 +272,7 @@ func TestMissingIndexesRebuilt(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	names, _ := mem.List("/data/events-0")
+	names, _ := vfs.ListNames(mem, "/data/events-0")
 	for _, n := range names {
 		if strings.HasSuffix(n, indexSuffix) || strings.HasSuffix(n, timeIndexSuffix) {
 			mem.Remove("/data/events-0/" + n)

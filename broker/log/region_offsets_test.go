@@ -3,7 +3,7 @@ package log
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TestRegionOffsets checks Region.BaseOffset and LastOffset against the

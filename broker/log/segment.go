@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 const (

@@ -2,7 +2,7 @@ package log
 
 import (
 	"fmt"
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"sort"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 const (
@@ -18,7 +18,7 @@ const (
 )
 
 // FileStore is the single-node Store: topics.json and producer-ids.json in
-// a directory of a vfs.FS (vfs.OS in production).
+// a directory of a vfs.FS (vfs.OS{} in production).
 type FileStore struct {
 	fs  vfs.FS
 	dir string

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func mustOpen(t *testing.T, fsys vfs.FS) *FileStore {
@@ -66,7 +66,7 @@ func TestFileStore(t *testing.T) {
 	if fresh || len(topics) != 1 || topics[0].Name != "a" || topics[0].ID != a.ID || topics[0].Partitions != 3 || topics[0].Configs["retention.ms"] != "1" {
 		t.Fatalf("after crash: fresh %v topics %+v", fresh, topics)
 	}
-	names, _ := mem.List("/data")
+	names, _ := vfs.ListNames(mem, "/data")
 	if len(names) != 3 { // topics.json, producer-ids.json, the directory
 		t.Fatalf("left in the data dir: %v", names)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/log/vfs"
-	"github.com/sluicehq/sluice/broker/log/vfs/errorfs"
+	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
 // startOnFS starts a server on fs; it returns nil and the error when New fails.
@@ -63,9 +63,9 @@ func TestTopicAdminCrashLoop(t *testing.T) {
 	for i := int64(0); ; i++ {
 		fs := vfs.NewMem()
 		copyFS(t, mem, fs, "/")
-		counter := errorfs.OnIndex(i)
+		counter := faults.OnIndex(i)
 		counter.Sticky = true
-		srv, err := startOnFS(t, errorfs.Wrap(fs, counter))
+		srv, err := startOnFS(t, vfs.NewFaulty(fs, counter))
 		maxPID := firstPID
 		if err == nil {
 			c := newClient(t, srv.addr, kgo.RetryTimeout(2*time.Second))
@@ -140,7 +140,7 @@ func checkCrashInvariants(t *testing.T, ts *testServer, fault string, maxPID int
 // copyFS copies the tree under dir of src into dst, synced.
 func copyFS(t *testing.T, src, dst vfs.FS, dir string) {
 	t.Helper()
-	names, err := src.List(dir)
+	names, err := vfs.ListNames(src, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,12 @@ func copyFS(t *testing.T, src, dst vfs.FS, dir string) {
 	}
 	for _, name := range names {
 		p := path.Join(dir, name)
-		size, isDir, err := src.Stat(p)
+		st, err := src.Stat(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isDir {
+		size := st.Size
+		if st.IsDir {
 			copyFS(t, src, dst, p)
 			continue
 		}

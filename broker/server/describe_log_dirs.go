@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 func handleDescribeLogDirs(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
@@ -25,7 +25,7 @@ func handleDescribeLogDirs(s *Server, _ *requestContext, kreq kmsg.Request) (rep
 		dir.Dir = abs
 	}
 	dir.TotalBytes, dir.UsableBytes = -1, -1
-	if s.opts.FS == vfs.OS {
+	if s.opts.FS == (vfs.OS{}) {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(s.opts.DataDir, &st); err == nil {
 			dir.TotalBytes = int64(st.Blocks) * st.Bsize

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/broker/log/vfs"
-	"github.com/sluicehq/sluice/broker/log/vfs/errorfs"
+	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/internal/faults"
 )
 
 // diskFull fails what needs free space with ENOSPC while full is set, as a
@@ -27,20 +27,20 @@ type diskFull struct {
 	refused         atomic.Int64
 }
 
-func (d *diskFull) MaybeError(op errorfs.Op, path string) error {
+func (d *diskFull) MaybeError(op faults.Op, path string) error {
 	if !d.full.Load() {
 		return nil
 	}
 	switch op {
-	case errorfs.OpSync:
+	case faults.Sync:
 		if !d.syncFails.Load() {
 			return nil
 		}
-	case errorfs.OpCreate, errorfs.OpMkdir:
+	case faults.Create, faults.Mkdir:
 		if _, err := os.Stat(path); err == nil {
 			return nil // exists: no new space needed
 		}
-	case errorfs.OpWrite:
+	case faults.Write:
 	default:
 		return nil
 	}
@@ -80,7 +80,7 @@ func startOn(t *testing.T, dir string, fs vfs.FS) (*testServer, error) {
 func abandonedBroker(t *testing.T, topic string, partitions int32, batches int) (string, *diskFull, vfs.FS) {
 	dir := t.TempDir()
 	disk := &diskFull{}
-	fs := errorfs.Wrap(vfs.OS, disk)
+	fs := vfs.NewFaulty(vfs.OS{}, disk)
 	ts, err := startOn(t, dir, fs)
 	if err != nil {
 		t.Fatal(err)

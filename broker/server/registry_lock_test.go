@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
-// gatedFS wraps a real vfs.FS and holds every MkdirAll and Rename of a path
+// gatedFS wraps a real vfs.FS and holds every MkdirAll and RenameReplace of a path
 // containing match until open is closed: it keeps a big CreateTopics or
 // DeleteTopics in the middle of its directory work for as long as the test
 // needs, without sleeping.
@@ -41,9 +41,9 @@ func (g *gatedFS) MkdirAll(dir string) error {
 	return g.FS.MkdirAll(dir)
 }
 
-func (g *gatedFS) Rename(from, to string) error {
+func (g *gatedFS) RenameReplace(from, to string) error {
 	g.hold(from)
-	return g.FS.Rename(from, to)
+	return g.FS.RenameReplace(from, to)
 }
 
 // TestBigTopicAdminDoesNotStallTraffic: while a 65,536-partition

@@ -18,7 +18,7 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/broker/metadata"
 )
 
@@ -28,8 +28,8 @@ type Options struct {
 	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
 	Logger  *slog.Logger  // nil = slog.Default()
 	Clock   clock.Clock   // nil = clock.Wall; fetch long polls and sessions, the retention loop, the partition logs
-	// FS is where the data directory lives: nil = vfs.OS (the real disk, and
-	// sendfile for fetches); tests use vfs.NewMem and errorfs.
+	// FS is where the data directory lives: nil = vfs.OS{} (the real disk, and
+	// sendfile for fetches); tests use vfs.NewMem and vfs.NewFaulty.
 	FS vfs.FS
 	// Metadata holds the topics and producer-id blocks; nil = a
 	// metadata.FileStore (topics.json, producer-ids.json) in DataDir.
@@ -86,7 +86,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.FS == nil {
-		opts.FS = vfs.OS
+		opts.FS = vfs.OS{}
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Wall
@@ -95,7 +95,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
 	unlock := func() {}
-	if opts.FS == vfs.OS {
+	if opts.FS == (vfs.OS{}) {
 		var err error
 		if unlock, err = lockDataDir(opts.DataDir); err != nil {
 			return nil, err

@@ -1,6 +1,6 @@
-// Package faults is sluice's one fault-injection vocabulary, shared by the
-// file-system wrappers tests stack on real storage: broker/log/vfs/errorfs
-// (the broker's vfs) and writers/filesystem.Faulty (the writers' FS).
+// Package faults is sluice's one fault-injection vocabulary: internal/vfs's
+// Faulty wrapper asks an Injector before each file-system operation, for the
+// broker's log and the writers alike.
 //
 // An Injector is asked before each operation whether it fails. Injectors
 // choose by index (the i-th operation: crash loops walk i = 0, 1, 2, …), by

@@ -15,14 +15,14 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Options tune an Engine; zero values are the defaults.
 type Options struct {
 	// FS replaces the file system named by the warehouse URI (tests pass
 	// instrumented ones). The caller closes it.
-	FS filesystem.FS
+	FS vfs.FS
 	// CacheDir holds the local copies of HDFS files (default
 	// DefaultCacheDir()).
 	CacheDir string
@@ -341,22 +341,22 @@ func (e *Engine) sqlError(err error) error {
 type resolved struct {
 	DataFile
 	src   string // path read in the warehouse FS: final, or temporary
-	info  filesystem.FileInfo
+	info  vfs.FileInfo
 	local string // local path DuckDB reads (Parquet, JSON)
 }
 
 // resolve finds each file where it is (its final path, or its temporary
 // one while the commit rolls forward) by listing its directory once.
 func (e *Engine) resolve(files []DataFile) ([]resolved, error) {
-	listed := map[string]map[string]filesystem.FileInfo{}
+	listed := map[string]map[string]vfs.FileInfo{}
 	out := make([]resolved, 0, len(files))
 	for _, f := range files {
 		dir := path.Dir(f.Path)
 		ents, ok := listed[dir]
 		if !ok {
-			ents = map[string]filesystem.FileInfo{}
+			ents = map[string]vfs.FileInfo{}
 			l, err := e.wh.fs.List(dir)
-			if err != nil && !errors.Is(err, filesystem.ErrNotExist) {
+			if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 				return nil, fmt.Errorf("%w: listing %s: %v", ErrData, e.wh.FileURI(dir), err)
 			}
 			for _, fi := range l {

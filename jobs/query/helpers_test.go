@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
@@ -69,7 +69,7 @@ func (p produced) hours() []string {
 // through a writers.Store on the dataset's directory. Records carry an
 // hour drawn from a seeded generator, so hours hold different counts; the
 // metadata columns are on.
-func loadDataset(t testing.TB, dsFS filesystem.FS, dataset, topic string, kind format.Kind, compression string, seed uint64) produced {
+func loadDataset(t testing.TB, dsFS vfs.FS, dataset, topic string, kind format.Kind, compression string, seed uint64) produced {
 	t.Helper()
 	schema := pageViewSchema(t)
 	store := writers.NewStore(dsFS, writers.StoreOptions{})
@@ -132,7 +132,7 @@ func pageView(i int64, ts time.Time) map[string]any {
 // leaveDebris adds what a reader must never see: a data file no manifest
 // names (as a half-finished move or a foreign copy would leave) and an
 // attempt still writing under _sluice/tmp.
-func leaveDebris(t testing.TB, dsFS filesystem.FS, kind format.Kind, compression string) {
+func leaveDebris(t testing.TB, dsFS vfs.FS, kind format.Kind, compression string) {
 	t.Helper()
 	ext := format.Options{Kind: kind, Compression: compression}.Extension()
 	// A stray copy in an hour directory, with a valid body: reading it would double counts.
@@ -147,7 +147,7 @@ func leaveDebris(t testing.TB, dsFS filesystem.FS, kind format.Kind, compression
 			break
 		}
 	}
-	b, err := filesystem.ReadFile(dsFS, src)
+	b, err := vfs.ReadFile(dsFS, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +174,14 @@ func leaveDebris(t testing.TB, dsFS filesystem.FS, kind format.Kind, compression
 // countingFS counts the data files opened through it: Open calls, and
 // LocalPath calls (a local file handed to DuckDB to read in place).
 type countingFS struct {
-	filesystem.FS
+	vfs.FS
 	local string // local root, "" for HDFS
 
 	mu    sync.Mutex
 	opens map[string]int
 }
 
-func newCountingFS(fs filesystem.FS) *countingFS {
+func newCountingFS(fs vfs.FS) *countingFS {
 	c := &countingFS{FS: fs, opens: map[string]int{}}
 	if l, ok := fs.(*filesystem.Local); ok {
 		c.local = l.Root()
@@ -195,7 +195,7 @@ func (c *countingFS) note(name string) {
 	c.mu.Unlock()
 }
 
-func (c *countingFS) Open(name string) (io.ReadCloser, error) {
+func (c *countingFS) Open(name string) (vfs.File, error) {
 	c.note(name)
 	return c.FS.Open(name)
 }
@@ -235,7 +235,7 @@ func (c localCountingFS) LocalRoot() string { return c.local }
 // counting wrapper around it.
 type warehouse struct {
 	uri     string
-	fs      filesystem.FS
+	fs      vfs.FS
 	counter *countingFS
 }
 
@@ -266,7 +266,7 @@ func hdfsWarehouse(t testing.TB) warehouse {
 }
 
 // dataset returns an FS rooted at the dataset directory name of w.
-func (w warehouse) dataset(t testing.TB, name string) filesystem.FS {
+func (w warehouse) dataset(t testing.TB, name string) vfs.FS {
 	t.Helper()
 	if err := w.fs.MkdirAll(name); err != nil {
 		t.Fatal(err)

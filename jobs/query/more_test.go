@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -252,7 +253,7 @@ func TestCommitNotRolledForward(t *testing.T) {
 				if err := ds.MkdirAll(filepath.Dir(rel(f.Temp))); err != nil {
 					t.Fatal(err)
 				}
-				if err := ds.Rename(rel(f.Path), rel(f.Temp)); err != nil {
+				if err := ds.RenameNoReplace(rel(f.Path), rel(f.Temp)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -299,7 +300,7 @@ func TestCacheKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(body string) filesystem.FileInfo {
+	put := func(body string) vfs.FileInfo {
 		remote.Remove("f.parquet")
 		if err := remote.WriteExclusive("f.parquet", []byte(body)); err != nil {
 			t.Fatal(err)
@@ -310,7 +311,7 @@ func TestCacheKey(t *testing.T) {
 		}
 		return fi
 	}
-	stage := func(fi filesystem.FileInfo) (string, bool) {
+	stage := func(fi vfs.FileInfo) (string, bool) {
 		p, staged, err := c.Stage(remote, "f.parquet", "dt=2024-05-01/f.parquet", fi)
 		if err != nil {
 			t.Fatal(err)

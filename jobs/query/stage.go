@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/writers/filesystem"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Cache is a bounded local copy of remote (HDFS) data files, so that
@@ -53,7 +53,7 @@ func DefaultCacheDir() string {
 	return filepath.Join(d, "sluice", "query")
 }
 
-func cacheKey(fsName, name string, info filesystem.FileInfo) string {
+func cacheKey(fsName, name string, info vfs.FileInfo) string {
 	h := sha256.Sum256([]byte(fsName + "\x00" + name + "\x00" + strconv.FormatInt(info.Size, 10) +
 		"\x00" + strconv.FormatInt(info.ModTime.UnixNano(), 10)))
 	return hex.EncodeToString(h[:16])
@@ -63,7 +63,7 @@ func cacheKey(fsName, name string, info filesystem.FileInfo) string {
 // the given listing entry), copying it when the cache has no entry. rel is
 // the path under the entry (it keeps the Hive directories of the file).
 // staged reports whether a copy was made.
-func (c *Cache) Stage(fs filesystem.FS, name, rel string, info filesystem.FileInfo) (local string, staged bool, err error) {
+func (c *Cache) Stage(fs vfs.FS, name, rel string, info vfs.FileInfo) (local string, staged bool, err error) {
 	return c.put(cacheKey(fs.String(), name, info), rel, func(dst string) error {
 		return copyFrom(fs, name, dst, info.Size)
 	})
@@ -71,7 +71,7 @@ func (c *Cache) Stage(fs filesystem.FS, name, rel string, info filesystem.FileIn
 
 // Derive is Stage for a file made from the remote one by convert (which
 // writes dst), keyed by the source and a kind naming the conversion.
-func (c *Cache) Derive(fs filesystem.FS, name, kind, rel string, info filesystem.FileInfo, convert func(dst string) error) (string, bool, error) {
+func (c *Cache) Derive(fs vfs.FS, name, kind, rel string, info vfs.FileInfo, convert func(dst string) error) (string, bool, error) {
 	return c.put(cacheKey(fs.String(), name+"\x00"+kind, info), rel, convert)
 }
 
@@ -104,7 +104,7 @@ func (c *Cache) put(key, rel string, produce func(dst string) error) (string, bo
 	return local, true, nil
 }
 
-func copyFrom(fs filesystem.FS, name, dst string, size int64) error {
+func copyFrom(fs vfs.FS, name, dst string, size int64) error {
 	r, err := fs.Open(name)
 	if err != nil {
 		return fmt.Errorf("%w: opening %s/%s: %v", ErrData, fs.String(), name, err)

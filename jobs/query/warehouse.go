@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -49,7 +50,7 @@ type InPlace interface {
 type localInPlace struct{ *filesystem.Local }
 
 func (l localInPlace) LocalPath(name string) (string, error) {
-	c, err := filesystem.Clean(name)
+	c, err := vfs.Clean(name)
 	if err != nil {
 		return "", err
 	}
@@ -61,7 +62,7 @@ func (l localInPlace) LocalRoot() string { return l.Root() }
 // Warehouse is a directory of datasets, each the output of one job.
 type Warehouse struct {
 	uri      string
-	fs       filesystem.FS // rooted at the warehouse
+	fs       vfs.FS // rooted at the warehouse
 	closer   io.Closer
 	names    []string          // dataset names, sorted
 	dirs     map[string]string // name → directory relative to the root
@@ -113,7 +114,7 @@ func (f DataFile) PartitionDir() string {
 // OpenWarehouse opens the warehouse at uri (file:///dir, /dir or
 // hdfs://host:port/dir). fs, when not nil, is used instead of opening uri
 // (tests pass instrumented file systems); the caller closes it.
-func OpenWarehouse(uri string, fs filesystem.FS) (*Warehouse, error) {
+func OpenWarehouse(uri string, fs vfs.FS) (*Warehouse, error) {
 	w := &Warehouse{uri: uri, fs: fs}
 	if fs == nil {
 		var err error
@@ -130,7 +131,7 @@ func OpenWarehouse(uri string, fs filesystem.FS) (*Warehouse, error) {
 	return w, nil
 }
 
-func openURI(uri string) (filesystem.FS, io.Closer, error) {
+func openURI(uri string) (vfs.FS, io.Closer, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %q is not a URI: %v", ErrWarehouse, uri, err)
@@ -165,7 +166,7 @@ func openURI(uri string) (filesystem.FS, io.Closer, error) {
 			st, err := h.Stat(rel)
 			if err != nil || !st.IsDir {
 				h.Close()
-				if err == nil || errors.Is(err, filesystem.ErrNotExist) {
+				if err == nil || errors.Is(err, vfs.ErrNotExist) {
 					return nil, nil, fmt.Errorf("%w: %s is not a directory on HDFS", ErrWarehouse, uri)
 				}
 				return nil, nil, fmt.Errorf("%w: cannot reach HDFS for %s: %v", ErrWarehouse, uri, err)
@@ -240,7 +241,7 @@ func (w *Warehouse) discover() error {
 		if !e.IsDir || strings.HasPrefix(e.Name, "_") || strings.HasPrefix(e.Name, ".") {
 			continue
 		}
-		ok, err := filesystem.Exists(w.fs, path.Join(e.Name, writers.SluiceDir))
+		ok, err := vfs.Exists(w.fs, path.Join(e.Name, writers.SluiceDir))
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrWarehouse, e.Name, err)
 		}
@@ -293,7 +294,7 @@ func (w *Warehouse) load(name, dir string) (*Dataset, error) {
 	d := &Dataset{Name: name, Dir: dir}
 	commits := path.Join(writers.SluiceDir, "commits")
 	topics, err := dfs.List(commits)
-	if errors.Is(err, filesystem.ErrNotExist) {
+	if errors.Is(err, vfs.ErrNotExist) {
 		return d, nil
 	}
 	if err != nil {

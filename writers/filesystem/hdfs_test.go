@@ -20,19 +20,19 @@ func TestHDFSEmptyFile(t *testing.T) {
 		filesystem.HDFSOptions{CloseTimeout: 3 * time.Second})
 	mustNil(t, err)
 	t.Cleanup(func() { h.Close() })
-	if h.CloseTimeout != 3*time.Second {
-		t.Fatalf("CloseTimeout %s, want the option's 3s", h.CloseTimeout)
+	if h.Base().CloseTimeout() != 3*time.Second {
+		t.Fatalf("CloseTimeout %s, want the option's 3s", h.Base().CloseTimeout())
 	}
 	cases := map[string]func(name string) error{
 		"no-write": func(name string) error {
-			f, err := h.Create(name)
+			f, err := h.CreateExclusive(name)
 			if err != nil {
 				return err
 			}
 			return f.Close()
 		},
 		"empty-write": func(name string) error {
-			f, err := h.Create(name)
+			f, err := h.CreateExclusive(name)
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/sluicehq/sluice/broker/log/vfs"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // TestWriteFileAtomicCrash: after a crash at any point the file holds the
@@ -40,7 +40,7 @@ func TestWriteFileAtomicCrash(t *testing.T) {
 	if err != nil || len(removed) != 2 {
 		t.Fatalf("removed %v, %v", removed, err)
 	}
-	names, _ := mem.List("/d")
+	names, _ := vfs.ListNames(mem, "/d")
 	if len(names) != 3 {
 		t.Fatalf("left %v", names)
 	}

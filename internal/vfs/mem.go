@@ -7,18 +7,20 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 )
-
-// ErrCrashed is returned by a Mem file handle opened before Mem.Crash.
-var ErrCrashed = errors.New("vfs: file handle from before a simulated crash")
 
 // Mem is an in-memory FS that tracks what is durable. Crash reverts it to the
 // state a machine would see after power loss: every file keeps only the bytes
 // of its last Sync, and only directory entries made durable by SyncDir exist.
-// It is safe for concurrent use.
+// It is safe for concurrent use. Names are slash-separated; a relative name
+// is taken from the root ("a/b" is "/a/b").
 type Mem struct {
-	mu      sync.Mutex
+	now func() time.Time // modification times
+
+	mu      sync.Mutex // guards the fields below
 	gen     int
 	live    *namespace // current namespace
 	durable *namespace // namespace as of the last SyncDir of each directory
@@ -90,16 +92,24 @@ func (ns *namespace) descendants(dir string) []string {
 }
 
 type memNode struct {
-	mu        sync.RWMutex
+	mu        sync.RWMutex // guards the fields below
 	isDir     bool
+	mod       time.Time
 	data      []byte
 	synced    []byte
 	dirtyFrom int64 // data[dirtyFrom:] may differ from synced; Sync copies only that
 }
 
-// NewMem returns an empty in-memory file system.
-func NewMem() *Mem {
-	return &Mem{live: newNamespace(), durable: newNamespace()}
+var _ FS = (*Mem)(nil)
+
+// NewMem returns an empty in-memory file system whose modification times
+// come from the wall clock.
+func NewMem() *Mem { return NewMemClock(time.Now) }
+
+// NewMemClock returns an empty in-memory file system whose modification
+// times come from now.
+func NewMemClock(now func() time.Time) *Mem {
+	return &Mem{now: now, live: newNamespace(), durable: newNamespace()}
 }
 
 func clean(name string) string { return path.Clean("/" + name) }
@@ -151,21 +161,56 @@ func (m *Mem) parentExists(p string) error {
 	return nil
 }
 
-// Create creates or truncates a file.
-func (m *Mem) Create(name string) (File, error) {
+// Create implements FS: it creates or truncates a file.
+func (m *Mem) Create(name string) (File, error) { return m.create(name, false) }
+
+// CreateExclusive implements FS.
+func (m *Mem) CreateExclusive(name string) (File, error) { return m.create(name, true) }
+
+func (m *Mem) create(name string, exclusive bool) (File, error) {
 	p := clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	n, err := m.newFileLocked(p, exclusive)
+	if err != nil {
+		return nil, err
+	}
+	return &memFile{fs: m, n: n, gen: m.gen, name: p, write: true}, nil
+}
+
+// newFileLocked puts an empty file at p. A new node: the old one (if any)
+// may still be referenced by durable state.
+func (m *Mem) newFileLocked(p string, exclusive bool) (*memNode, error) {
 	if err := m.parentExists(p); err != nil {
 		return nil, err
 	}
-	if n, ok := m.live.get(p); ok && n.isDir {
-		return nil, &fs.PathError{Op: "create", Path: p, Err: errors.New("is a directory")}
+	if n, ok := m.live.get(p); ok {
+		if exclusive {
+			return nil, &fs.PathError{Op: "create", Path: p, Err: ErrExist}
+		}
+		if n.isDir {
+			return nil, &fs.PathError{Op: "create", Path: p, Err: errors.New("is a directory")}
+		}
 	}
-	// A new node: the old one (if any) may still be referenced by durable state.
-	n := &memNode{}
+	n := &memNode{mod: m.now()}
 	m.live.set(p, n)
-	return &memFile{fs: m, n: n, gen: m.gen, name: p, write: true}, nil
+	return n, nil
+}
+
+// WriteExclusive implements FS: the file appears whole, with its data and
+// its directory entry durable.
+func (m *Mem) WriteExclusive(name string, data []byte) error {
+	p := clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.newFileLocked(p, true)
+	if err != nil {
+		return err
+	}
+	n.data = append([]byte(nil), data...)
+	n.synced = append([]byte(nil), data...)
+	n.dirtyFrom = int64(len(data))
+	return m.syncDirLocked(path.Dir(p))
 }
 
 func (m *Mem) open(name string, write bool) (File, error) {
@@ -188,7 +233,7 @@ func (m *Mem) OpenReadWrite(name string) (File, error) { return m.open(name, tru
 // Open opens an existing file for reading.
 func (m *Mem) Open(name string) (File, error) { return m.open(name, false) }
 
-// Remove removes a file or an empty directory.
+// Remove implements FS.
 func (m *Mem) Remove(name string) error {
 	p := clean(name)
 	m.mu.Lock()
@@ -204,7 +249,7 @@ func (m *Mem) Remove(name string) error {
 	return nil
 }
 
-// RemoveAll removes a tree.
+// RemoveAll implements FS.
 func (m *Mem) RemoveAll(name string) error {
 	p := clean(name)
 	m.mu.Lock()
@@ -216,12 +261,34 @@ func (m *Mem) RemoveAll(name string) error {
 	return nil
 }
 
-// Rename renames a file or a directory atomically (a directory only to a
-// name that does not exist).
-func (m *Mem) Rename(oldname, newname string) error {
+// RenameReplace implements FS: a file or a directory moves atomically (a
+// directory only to a name that does not exist).
+func (m *Mem) RenameReplace(oldname, newname string) error {
 	op, np := clean(oldname), clean(newname)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.renameLocked(op, np)
+}
+
+// RenameNoReplace implements FS: ErrExist if newname exists; the move is
+// atomic and the new name is made durable (SyncDir of its directory).
+func (m *Mem) RenameNoReplace(oldname, newname string) error {
+	op, np := clean(oldname), clean(newname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.live.get(op); !ok {
+		return &fs.PathError{Op: "rename", Path: op, Err: fs.ErrNotExist}
+	}
+	if _, ok := m.live.get(np); ok {
+		return &fs.PathError{Op: "rename", Path: np, Err: ErrExist}
+	}
+	if err := m.renameLocked(op, np); err != nil {
+		return err
+	}
+	return m.syncDirLocked(path.Dir(np))
+}
+
+func (m *Mem) renameLocked(op, np string) error {
 	n, ok := m.live.get(op)
 	if !ok {
 		return &fs.PathError{Op: "rename", Path: op, Err: fs.ErrNotExist}
@@ -232,6 +299,9 @@ func (m *Mem) Rename(oldname, newname string) error {
 	if n.isDir {
 		if _, exists := m.live.get(np); exists {
 			return &fs.PathError{Op: "rename", Path: np, Err: fs.ErrExist}
+		}
+		if strings.HasPrefix(np, op+"/") {
+			return &fs.PathError{Op: "rename", Path: np, Err: ErrBadPath}
 		}
 		// The tree moves with the directory; what was durable inside it
 		// stays durable (the directory entry itself needs SyncDir of the parent).
@@ -248,7 +318,7 @@ func (m *Mem) Rename(oldname, newname string) error {
 	return nil
 }
 
-// MkdirAll creates a directory and its parents.
+// MkdirAll implements FS.
 func (m *Mem) MkdirAll(dir string) error {
 	p := clean(dir)
 	m.mu.Lock()
@@ -265,13 +335,13 @@ func (m *Mem) MkdirAll(dir string) error {
 			}
 			continue
 		}
-		m.live.set(d, &memNode{isDir: true})
+		m.live.set(d, &memNode{isDir: true, mod: m.now()})
 	}
 	return nil
 }
 
-// List returns the sorted names of dir's entries.
-func (m *Mem) List(dir string) ([]string, error) {
+// List implements FS.
+func (m *Mem) List(dir string) ([]FileInfo, error) {
 	p := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -280,38 +350,45 @@ func (m *Mem) List(dir string) ([]string, error) {
 			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fs.ErrNotExist}
 		}
 	}
-	var names []string
+	var out []FileInfo
 	for _, q := range m.live.children(p) {
 		if q != p {
-			names = append(names, path.Base(q))
+			out = append(out, m.live.nodes[q].info(path.Base(q)))
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
-// Stat reports a file's size and whether it is a directory.
-func (m *Mem) Stat(name string) (int64, bool, error) {
+func (n *memNode) info(name string) FileInfo {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return FileInfo{Name: name, Size: int64(len(n.data)), IsDir: n.isDir, ModTime: n.mod}
+}
+
+// Stat implements FS.
+func (m *Mem) Stat(name string) (FileInfo, error) {
 	p := clean(name)
 	m.mu.Lock()
 	n, ok := m.live.get(p)
 	m.mu.Unlock()
 	if !ok {
 		if isRoot(p) {
-			return 0, true, nil
+			return FileInfo{Name: "/", IsDir: true}, nil
 		}
-		return 0, false, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+		return FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 	}
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return int64(len(n.data)), n.isDir, nil
+	return n.info(path.Base(p)), nil
 }
 
-// SyncDir makes dir's current entries durable.
+// SyncDir implements FS: dir's current entries become durable.
 func (m *Mem) SyncDir(dir string) error {
-	p := clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.syncDirLocked(clean(dir))
+}
+
+func (m *Mem) syncDirLocked(p string) error {
 	if !isRoot(p) {
 		if n, ok := m.live.get(p); !ok || !n.isDir {
 			return &fs.PathError{Op: "syncdir", Path: p, Err: fs.ErrNotExist}
@@ -330,6 +407,14 @@ func (m *Mem) SyncDir(dir string) error {
 	return nil
 }
 
+// String implements FS.
+func (m *Mem) String() string { return "mem://" }
+
+// Close implements FS; it does nothing.
+func (m *Mem) Close() error { return nil }
+
+// memFile is one handle. Read and Write (and their position) are not safe
+// for concurrent use of one handle; ReadAt and WriteAt are.
 type memFile struct {
 	fs     *Mem
 	n      *memNode
@@ -337,6 +422,22 @@ type memFile struct {
 	name   string
 	write  bool
 	closed bool
+	pos    int64
+}
+
+func (f *memFile) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	n, err := f.WriteAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
 }
 
 func (f *memFile) check() error {
@@ -398,6 +499,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	copy(f.n.data[off:], p)
 	f.n.dirtyFrom = min(f.n.dirtyFrom, off)
+	f.n.mod = f.fs.now()
 	return len(p), nil
 }
 

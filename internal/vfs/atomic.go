@@ -1,9 +1,7 @@
 package vfs
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 )
@@ -40,7 +38,7 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err = fsys.Rename(tmp, path.Join(dir, name)); err != nil {
+	if err = fsys.RenameReplace(tmp, path.Join(dir, name)); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	if err = fsys.SyncDir(dir); err != nil {
@@ -49,35 +47,12 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) (err error) {
 	return nil
 }
 
-// ReadFile returns the whole content of a small file. A missing file is an
-// error wrapping ErrNotExist.
-func ReadFile(fsys FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("size of %s: %w", name, err)
-	}
-	buf := make([]byte, size)
-	n, err := f.ReadAt(buf, 0)
-	if int64(n) != size {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	return buf, nil
-}
-
 // RemoveTemporaries deletes the regular files in dir that are temporaries
 // of WriteFileAtomic for one of names (name.tmp), and those of an older
 // writer (.name.tmp-N), left there by a crash. Directories are never
 // touched. It returns the names it removed.
 func RemoveTemporaries(fsys FS, dir string, names ...string) ([]string, error) {
-	entries, err := fsys.List(dir)
+	entries, err := ListNames(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +62,7 @@ func RemoveTemporaries(fsys FS, dir string, names ...string) ([]string, error) {
 			continue
 		}
 		full := path.Join(dir, e)
-		if _, isDir, err := fsys.Stat(full); err != nil || isDir {
+		if st, err := fsys.Stat(full); err != nil || st.IsDir {
 			continue
 		}
 		if err := fsys.Remove(full); err != nil && !IsNotExist(err) {

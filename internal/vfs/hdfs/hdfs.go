@@ -1,0 +1,269 @@
+// Package hdfs is the vfs.FS of a Hadoop file system, over
+// github.com/colinmarc/hdfs/v2. Names are absolute HDFS paths; the writers
+// reach it through writers/filesystem.Open("hdfs://host:port/dir"), which
+// confines it to dir.
+//
+// What HDFS promises, against vfs.FS's contract:
+//
+//   - CreateExclusive is a create with overwrite=false: atomic and exclusive
+//     on the NameNode. Create (replacing) is a remove then a create, not
+//     atomic.
+//   - Files are append-only: Write and Sync work on a file being written,
+//     WriteAt only at its end; Read, ReadAt and Size on a file opened for
+//     reading. Everything else (random writes, Truncate, OpenReadWrite, reads
+//     of a file being written) fails with vfs.ErrUnsupported.
+//   - File.Sync is the client's Flush: the data written so far reached every
+//     DataNode of the pipeline (hflush), visible to new readers; Close
+//     completes the file on the NameNode, retrying while the NameNode says
+//     the last block is still replicating (bounded by
+//     Options.CloseTimeout). An empty file has no block and closes at once.
+//   - WriteExclusive is CreateExclusive, one Write and Close: a reader may
+//     see the file empty or partial while its writer writes.
+//   - RenameReplace is the client's Rename, which overwrites: atomic on the
+//     NameNode. RenameNoReplace checks that newname is missing first, then
+//     renames: exclusive only when no one else creates newname meanwhile
+//     (the writers' commit protocol guarantees that for its final paths;
+//     everything raced for is created with CreateExclusive).
+//   - SyncDir does nothing: every namespace change is in the NameNode's edit
+//     log when it returns.
+//   - A file removed while open for reading may stop being readable.
+package hdfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/sluicehq/sluice/internal/vfs"
+)
+
+// ErrNoNameNode reports that neither the address given nor the Hadoop
+// configuration names a NameNode.
+var ErrNoNameNode = errors.New("hdfs: no NameNode")
+
+// FS is a vfs.FS over one HDFS cluster.
+type FS struct {
+	client *hdfs.Client
+	addr   string
+	opts   Options
+
+	mu          sync.Mutex // guards the two fields below
+	replication int
+	blockSize   int64
+}
+
+var _ vfs.FS = (*FS)(nil)
+
+// Options tune New. The zero value reads everything from the environment.
+type Options struct {
+	// User overrides HADOOP_USER_NAME and the current OS user.
+	User string
+	// Clock and Sleep time the retries of Close while the last block is
+	// replicating (default time.Now and time.Sleep).
+	Clock func() time.Time
+	Sleep func(time.Duration)
+	// CloseTimeout bounds the retries of Close (default 60s).
+	CloseTimeout time.Duration
+}
+
+// New connects to the NameNode at addr ("host:port[,host:port]"; empty means
+// the NameNodes of the Hadoop configuration found through HADOOP_CONF_DIR or
+// HADOOP_HOME). The user is opts.User, else HADOOP_USER_NAME, else the OS
+// user.
+func New(addr string, opts Options) (*FS, error) {
+	conf, err := hadoopconf.LoadFromEnvironment()
+	if err != nil {
+		return nil, fmt.Errorf("hdfs: reading the Hadoop configuration (HADOOP_CONF_DIR): %w", err)
+	}
+	o := hdfs.ClientOptionsFromConf(conf)
+	if addr != "" {
+		o.Addresses = strings.Split(addr, ",")
+	}
+	if len(o.Addresses) == 0 {
+		return nil, fmt.Errorf("%w: no NameNode address given and none in HADOOP_CONF_DIR", ErrNoNameNode)
+	}
+	o.User = opts.User
+	if o.User == "" {
+		o.User = os.Getenv("HADOOP_USER_NAME")
+	}
+	if o.User == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("hdfs: no HDFS user: set HADOOP_USER_NAME: %w", err)
+		}
+		o.User = u.Username
+	}
+	c, err := hdfs.NewClient(o)
+	if err != nil {
+		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = time.Sleep
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = 60 * time.Second
+	}
+	return &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts}, nil
+}
+
+// Client returns the underlying HDFS client (for tests and tools).
+func (h *FS) Client() *hdfs.Client { return h.client }
+
+// CloseTimeout returns how long a file's Close retries while its last block
+// is replicating.
+func (h *FS) CloseTimeout() time.Duration { return h.opts.CloseTimeout }
+
+// String implements vfs.FS.
+func (h *FS) String() string { return "hdfs://" + h.addr }
+
+// Close implements vfs.FS.
+func (h *FS) Close() error { return h.client.Close() }
+
+func (h *FS) defaults() (int, int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.replication == 0 {
+		d, err := h.client.ServerDefaults()
+		if err != nil {
+			return 0, 0, fmt.Errorf("hdfs: server defaults: %w", err)
+		}
+		h.replication, h.blockSize = d.Replication, d.BlockSize
+	}
+	return h.replication, h.blockSize, nil
+}
+
+// Create implements vfs.FS: remove, then create (not atomic).
+func (h *FS) Create(name string) (vfs.File, error) {
+	if err := h.client.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return h.CreateExclusive(name)
+}
+
+// CreateExclusive implements vfs.FS: an HDFS create with overwrite=false.
+func (h *FS) CreateExclusive(name string) (vfs.File, error) {
+	rep, bs, err := h.defaults()
+	if err != nil {
+		return nil, err
+	}
+	w, err := h.client.CreateFile(name, rep, bs, 0o644)
+	if err != nil {
+		return nil, h.createErr(name, err)
+	}
+	return &writer{w: w, name: name, opts: &h.opts}, nil
+}
+
+// createErr classifies a failed create: any failure on an existing path is
+// ErrExist (FileAlreadyExists and AlreadyBeingCreated alike).
+func (h *FS) createErr(name string, err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return &fs.PathError{Op: "create", Path: name, Err: vfs.ErrExist}
+	}
+	if _, serr := h.client.Stat(name); serr == nil {
+		return &fs.PathError{Op: "create", Path: name, Err: fmt.Errorf("%w (%v)", vfs.ErrExist, err)}
+	}
+	return err
+}
+
+// WriteExclusive implements vfs.FS: create with overwrite=false, one write,
+// close.
+func (h *FS) WriteExclusive(name string, data []byte) error {
+	f, err := h.CreateExclusive(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Open implements vfs.FS.
+func (h *FS) Open(name string) (vfs.File, error) {
+	r, err := h.client.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{r: r, name: name}, nil
+}
+
+// OpenReadWrite implements vfs.FS: unsupported (HDFS files are append-only).
+func (h *FS) OpenReadWrite(name string) (vfs.File, error) {
+	return nil, unsupported("open read-write", name)
+}
+
+func unsupported(op, name string) error {
+	return &fs.PathError{Op: op, Path: name, Err: vfs.ErrUnsupported}
+}
+
+// RenameReplace implements vfs.FS: HDFS's rename, which overwrites.
+func (h *FS) RenameReplace(oldname, newname string) error {
+	return h.client.Rename(oldname, newname)
+}
+
+// RenameNoReplace implements vfs.FS: check that newname is missing, then
+// rename (exclusive only when no one else creates newname).
+func (h *FS) RenameNoReplace(oldname, newname string) error {
+	if _, err := h.client.Stat(newname); err == nil {
+		return &fs.PathError{Op: "rename", Path: newname, Err: vfs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := h.client.Stat(oldname); err != nil {
+		return err
+	}
+	return h.client.Rename(oldname, newname)
+}
+
+// Remove implements vfs.FS.
+func (h *FS) Remove(name string) error { return h.client.Remove(name) }
+
+// RemoveAll implements vfs.FS.
+func (h *FS) RemoveAll(name string) error {
+	if err := h.client.RemoveAll(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// MkdirAll implements vfs.FS.
+func (h *FS) MkdirAll(dir string) error { return h.client.MkdirAll(dir, 0o755) }
+
+// List implements vfs.FS.
+func (h *FS) List(dir string) ([]vfs.FileInfo, error) {
+	ents, err := h.client.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vfs.FileInfo, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, vfs.FromFileInfo(e))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Stat implements vfs.FS.
+func (h *FS) Stat(name string) (vfs.FileInfo, error) {
+	st, err := h.client.Stat(name)
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	return vfs.FromFileInfo(st), nil
+}
+
+// SyncDir implements vfs.FS: nothing to do (the NameNode's edit log).
+func (h *FS) SyncDir(string) error { return nil }
