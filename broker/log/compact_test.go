@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // keyedRecord is one record of the compaction model; value nil = tombstone.

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // startOnFS starts a server on fs; it returns nil and the error when New fails.

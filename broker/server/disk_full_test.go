@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/internal/faults"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // diskFull fails what needs free space with ENOSPC while full is set, as a

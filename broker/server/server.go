@@ -18,8 +18,8 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/internal/vfs"
 )
 
 // Options configure a Server.
