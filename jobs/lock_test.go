@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
-	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -32,7 +32,7 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "locked", b.Addr, "locked", 100, "schema_file: pageview.avsc", out))
-	clock := scheduler.NewManualClock(time.Now())
+	clock := clock.NewManual(time.Now())
 	open := func(t *testing.T, s *jobs.Spec) *jobs.Loader {
 		l, err := jobs.Open(ctx, s, jobs.Options{Clock: clock.Now, LockLease: time.Hour})
 		if err != nil {

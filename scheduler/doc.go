@@ -60,8 +60,8 @@
 //
 // # Time
 //
-// All waits (ticks, rescans, backoffs) go through a Clock; tests drive a
-// ManualClock.
+// All waits (ticks, rescans, backoffs) go through Options.Clock
+// (internal/clock); tests drive a clock.Manual.
 //
 // # Concurrency
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -20,7 +21,7 @@ import (
 
 type harness struct {
 	t      *testing.T
-	clock  *scheduler.ManualClock
+	clock  *clock.Manual
 	engine *faultEngine
 	jobs   string
 	out    string
@@ -160,7 +161,7 @@ func newHarness(t *testing.T) *harness {
 	addr := schedtest.StartBroker(t)
 	schedtest.CreateTopic(t, addr, "pv", 2)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	h := &harness{t: t, clock: scheduler.NewManualClock(t0), engine: &faultEngine{Engine: &scheduler.LoaderEngine{}},
+	h := &harness{t: t, clock: clock.NewManual(t0), engine: &faultEngine{Engine: &scheduler.LoaderEngine{}},
 		jobs: t.TempDir(), out: t.TempDir(), addr: addr}
 	t.Cleanup(func() {
 		if h.cancel != nil {

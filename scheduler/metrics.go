@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // Metrics are the scheduler's and workers' Prometheus metrics. A nil
@@ -24,17 +26,14 @@ type Metrics struct {
 	jobs         prometheus.Gauge
 	refused      prometheus.Counter
 
-	clock       Clock
+	clock       clock.Clock
 	mu          sync.Mutex
 	lastSuccess map[string]time.Time // job -> end of its last successful run
 }
 
-// NewMetrics registers the metrics on reg; clock measures the time since
-// each job's last success (nil: SystemClock).
-func NewMetrics(reg prometheus.Registerer, clock Clock) *Metrics {
-	if clock == nil {
-		clock = SystemClock{}
-	}
+// NewMetrics registers the metrics on reg; clk measures the time since
+// each job's last success (nil: clock.Real).
+func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	buckets := prometheus.ExponentialBuckets(0.05, 2, 16)
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_scheduler_runs_total",
@@ -61,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer, clock Clock) *Metrics {
 		jobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_scheduler_jobs", Help: "Jobs scheduled."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_scheduler_specs_refused_total",
 			Help: "Job specs refused (unparseable, bad schedule, duplicate name)."}),
-		clock: clock, lastSuccess: map[string]time.Time{},
+		clock: clock.OrReal(clk), lastSuccess: map[string]time.Time{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.runs, m.runsActive, m.runDuration, m.ticksSkipped, m.tasks, m.taskDuration,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
 )
 
@@ -55,7 +56,7 @@ func TestScanRefusesSchedules(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log syncLog
-		s, err := New(Options{Engine: &LoaderEngine{}, JobsDir: dir, Clock: NewManualClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
+		s, err := New(Options{Engine: &LoaderEngine{}, JobsDir: dir, Clock: clock.NewManual(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
 			Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +85,7 @@ func TestScanFloorOption(t *testing.T) {
 		floor time.Duration
 		jobs  int
 	}{{0, 0}, {3 * time.Second, 0}, {2 * time.Second, 1}, {time.Second, 1}} {
-		s, err := New(Options{Engine: &LoaderEngine{}, JobsDir: dir, MinInterval: c.floor, Clock: NewManualClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))})
+		s, err := New(Options{Engine: &LoaderEngine{}, JobsDir: dir, MinInterval: c.floor, Clock: clock.NewManual(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestLoopNeverRunsBackToBack(t *testing.T) {
 		"nanosecond": {misbehaving(func(t time.Time) time.Time { return t.Add(time.Nanosecond) }), 11},
 	} {
 		t.Run(name, func(t *testing.T) {
-			engine, clock := &planCounter{}, NewManualClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+			engine, clock := &planCounter{}, clock.NewManual(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 			s, err := New(Options{Engine: engine, JobsDir: t.TempDir(), Clock: clock})
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -59,8 +60,8 @@ type Options struct {
 	Workers int
 	// Tracker shares runs in flight with standby schedulers (optional).
 	Tracker RunTracker
-	// Clock is the time source (default SystemClock).
-	Clock Clock
+	// Clock is the time source (nil = clock.Real; tests pass a clock.Manual).
+	Clock clock.Clock
 	// ScanInterval is how often JobsDir is rescanned (default 5s).
 	ScanInterval time.Duration
 	// MinInterval is the floor under the time between two ticks of a job
@@ -87,7 +88,7 @@ type Options struct {
 type Scheduler struct {
 	opts  Options
 	log   *slog.Logger
-	clock Clock
+	clock clock.Clock
 	wake  chan struct{}
 
 	mu      sync.Mutex
@@ -123,9 +124,7 @@ func New(opts Options) (*Scheduler, error) {
 	if st, err := os.Stat(opts.JobsDir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: --jobs %s is not a readable directory of job specs", ErrJob, opts.JobsDir)
 	}
-	if opts.Clock == nil {
-		opts.Clock = SystemClock{}
-	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = 5 * time.Second
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // Sentinel errors of the group package.
@@ -55,17 +57,10 @@ type Storage interface {
 	MaxBatchBytes() int
 }
 
-// Clock tells the time; tests pass a manual clock and call Tick.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // Options configure a Coordinator. Zero fields take Kafka's defaults.
 type Options struct {
 	Storage Storage
-	Clock   Clock        // nil = wall clock
+	Clock   clock.Clock  // nil = clock.Real; tests pass a clock.Manual and call Tick
 	Logger  *slog.Logger // nil = slog.Default()
 
 	OffsetsPartitions      int32         // offsets.topic.num.partitions (50)
@@ -87,9 +82,7 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Clock == nil {
-		o.Clock = wallClock{}
-	}
+	o.Clock = clock.OrReal(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -132,7 +125,7 @@ func (o *Options) defaults() {
 // here). All methods are safe for concurrent use.
 type Coordinator struct {
 	opts   Options
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 
 	mu sync.Mutex // guards the fields below and every group and member

@@ -13,28 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
-// manualClock is a clock tests advance.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newManualClock() *clock.Manual { return clock.NewManual(time.Unix(1_700_000_000, 0)) }
 
 // logStorage is Storage over real partition logs (broker/log on vfs.Mem),
 // as the broker provides it; failAppend injects append errors.
@@ -131,7 +114,7 @@ type fixture struct {
 	t     *testing.T
 	fs    *vfs.Mem
 	st    *logStorage
-	clock *manualClock
+	clock *clock.Manual
 	c     *Coordinator
 	tune  func(*Options) // changes the options the coordinator opens with
 }

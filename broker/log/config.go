@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // TimestampType is the topic's message.timestamp.type.
@@ -98,9 +100,7 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
-// Clock tells the time. Time is an input: tests pass a manual clock.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
+// Clock is the partition logs' source of time (segment.ms rolls,
+// retention, flush.ms, producer-id expiry, LogAppendTime): internal/clock's
+// Clock under the name ManagerOptions uses. Tests pass a clock.Manual.
+type Clock = clock.Clock

@@ -4,24 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
-// manualClock is a Clock that tests advance.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// manualClock is the Clock that tests advance.
+type manualClock = clock.Manual
 
-func newManualClock() *manualClock { return &manualClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *manualClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+func newManualClock() *manualClock { return clock.NewManual(time.UnixMilli(1_700_000_000_000)) }
 
 // testFS is one FS implementation under test, with a fresh data directory.
 type testFS struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -18,7 +19,7 @@ import (
 type ManagerOptions struct {
 	FS           vfs.FS // vfs.OS{} in production
 	Dir          string // the data directory
-	Clock        Clock  // nil = wall clock
+	Clock        Clock  // nil = clock.Real
 	MaxOpenFiles int    // bound on cached segment file handles; 0 = 1024
 	// MaxLoadedIndexes bounds the sealed segments whose indexes are held in
 	// memory; 0 = 1024.
@@ -52,7 +53,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opts.FS = vfs.OS{}
 	}
 	if opts.Clock == nil {
-		opts.Clock = wallClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/broker/clock"
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // waitFor polls cond until it holds or 20 s pass (the state it waits for is
@@ -49,7 +49,7 @@ func TestClockDrivesLongPollAndRetention(t *testing.T) {
 	}, "ticks"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retention loop's timer", func() bool { return clk.Timers() >= 1 })
+	waitFor(t, "the retention loop's timer", func() bool { return clk.Waiters() >= 1 })
 
 	// Long poll: nothing to read, MinBytes 1, MaxWait 60 s.
 	req := fetchOne("ticks", 0, 0)
@@ -58,7 +58,7 @@ func TestClockDrivesLongPollAndRetention(t *testing.T) {
 	rc.send(encodeRequest(req, 42))
 	answered := make(chan bool, 1)
 	go func() { _, ok := rc.recv(); answered <- ok }()
-	waitFor(t, "the fetch to park", func() bool { return parked(ts) && clk.Timers() >= 2 })
+	waitFor(t, "the fetch to park", func() bool { return parked(ts) && clk.Waiters() >= 2 })
 	select {
 	case <-answered:
 		t.Fatal("the long poll returned before its max wait passed on the clock")
@@ -86,7 +86,7 @@ func TestClockDrivesLongPollAndRetention(t *testing.T) {
 	if l.LogStartOffset() != 0 || l.LogEndOffset() != 20 {
 		t.Fatalf("before the pass: start %d end %d", l.LogStartOffset(), l.LogEndOffset())
 	}
-	waitFor(t, "the retention loop's next timer", func() bool { return clk.Timers() >= 1 })
+	waitFor(t, "the retention loop's next timer", func() bool { return clk.Waiters() >= 1 })
 	clk.Advance(60 * time.Second)
 	waitFor(t, "retention.bytes=0 to empty the log", func() bool { return l.LogStartOffset() == 20 })
 }

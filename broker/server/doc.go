@@ -60,8 +60,10 @@
 // written or partition directories are created or removed, so a
 // 65,536-partition topic does not stall traffic to the others.
 //
-// Time: fetch long polls, fetch sessions and the retention loop use
-// Options.Clock (clock.Wall in production, clock.Manual in tests).
+// Time: fetch long polls, fetch sessions, the retention loop, the partition
+// logs and the group coordinator's decisions use Options.Clock
+// (internal/clock: clock.Real in production, clock.Manual in tests); only
+// the 100 ms poll that calls the coordinator's Tick runs on the wall clock.
 //
 // Usage:
 //

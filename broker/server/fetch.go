@@ -38,8 +38,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/broker/clock"
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // maxFetchAnswerRecords bounds the record bytes of one Fetch answer whatever

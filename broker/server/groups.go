@@ -27,13 +27,9 @@ func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*gr
 	if delay == 0 {
 		delay = -1 // group.Options: negative = no delay
 	}
-	var clock group.Clock
-	if opts.Clock != nil {
-		clock = opts.Clock
-	}
 	c, err := group.New(group.Options{
 		Storage: offsetsStorage{reg: reg, partitions: int32(gc.OffsetsTopicNumPartitions)},
-		Clock:   clock, Logger: opts.Logger.With("component", "group-coordinator"),
+		Clock:   opts.Clock, Logger: opts.Logger.With("component", "group-coordinator"),
 		OffsetsPartitions:      int32(gc.OffsetsTopicNumPartitions),
 		MinSessionTimeout:      ms(gc.MinSessionTimeoutMs),
 		MaxSessionTimeout:      ms(gc.MaxSessionTimeoutMs),

@@ -14,11 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sluicehq/sluice/broker/clock"
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -27,7 +27,7 @@ type Options struct {
 	DataDir string        // the data directory (partition dirs and metadata files)
 	Config  config.Broker // broker properties; config.Default() for Kafka's defaults
 	Logger  *slog.Logger  // nil = slog.Default()
-	Clock   clock.Clock   // nil = clock.Wall; fetch long polls and sessions, the retention loop, the partition logs
+	Clock   clock.Clock   // nil = clock.Real; fetch long polls and sessions, the retention loop, the partition logs
 	// FS is where the data directory lives: nil = vfs.OS{} (the real disk, and
 	// sendfile for fetches); tests use vfs.NewMem and vfs.NewFaulty.
 	FS vfs.FS
@@ -89,7 +89,7 @@ func New(opts Options) (*Server, error) {
 		opts.FS = vfs.OS{}
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.Wall
+		opts.Clock = clock.Real{}
 	}
 	if err := opts.FS.MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
