@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -351,8 +352,8 @@ func (s *Spec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Source.Topics {
-		if t == "" || strings.ContainsAny(t, "/+\\ ") || t == "." || t == ".." {
-			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is not a topic name this loader can write (no '/', '+', '\\' or spaces)", t)
+		if topicname.Check(t) != nil {
+			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is not a Kafka topic name: use %s", t, topicname.Rule)
 		}
 		if seen[t] {
 			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is listed twice", t)
