@@ -3,7 +3,8 @@ package inputformat
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/sluicehq/sluice/internal/topicname"
 )
 
 // Errors of planning and reading.
@@ -37,8 +38,8 @@ func (s Split) Len() int64 { return s.End - s.Start }
 
 // Validate checks the topic name and the range.
 func (s Split) Validate() error {
-	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
-		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
+	if err := topicname.Check(s.Topic); err != nil {
+		return fmt.Errorf("%w: %w", ErrSplit, err)
 	}
 	if s.Partition < 0 || s.Start < 0 || s.End < s.Start {
 		return fmt.Errorf("%w: %s", ErrSplit, s)

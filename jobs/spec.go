@@ -10,12 +10,13 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/internal/kafka"
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -285,7 +286,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 
 func (s *Spec) applyDefaults() {
 	if len(s.Source.Bootstrap) == 0 {
-		s.Source.Bootstrap = StringList{"127.0.0.1:9092"}
+		s.Source.Bootstrap = StringList{kafka.DefaultBootstrap}
 	}
 	def := func(p *string, v string) {
 		if strings.TrimSpace(*p) == "" {
@@ -338,12 +339,8 @@ func (s *Spec) Validate() error {
 		return bad("name", "%q: use letters, digits, '.', '_' and '-' (at most 128, not starting with a punctuation mark)", s.Name)
 	}
 	for i, b := range s.Source.Bootstrap {
-		j := strings.LastIndexByte(b, ':')
-		if j <= 0 || j == len(b)-1 || strings.Trim(b[j+1:], "0123456789") != "" {
-			return bad(fmt.Sprintf("source.bootstrap[%d]", i), "%q is not HOST:PORT", b)
-		}
-		if port, err := strconv.Atoi(b[j+1:]); err != nil || port < 1 || port > 65535 {
-			return bad(fmt.Sprintf("source.bootstrap[%d]", i), "%q: the port must be 1 to 65535", b)
+		if err := kafka.CheckAddress(b); err != nil {
+			return bad(fmt.Sprintf("source.bootstrap[%d]", i), "%v", err)
 		}
 	}
 	if len(s.Source.Topics) == 0 {
@@ -351,8 +348,8 @@ func (s *Spec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Source.Topics {
-		if t == "" || strings.ContainsAny(t, "/+\\ ") || t == "." || t == ".." {
-			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is not a topic name this loader can write (no '/', '+', '\\' or spaces)", t)
+		if topicname.Check(t) != nil {
+			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is not a Kafka topic name: use %s", t, topicname.Rule)
 		}
 		if seen[t] {
 			return bad(fmt.Sprintf("source.topics[%d]", i), "%q is listed twice", t)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/scheduler"
-	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -158,8 +158,8 @@ func (h *harness) nudge(limit time.Time) {
 }
 
 func newHarness(t *testing.T) *harness {
-	addr := schedtest.StartBroker(t)
-	schedtest.CreateTopic(t, addr, "pv", 2)
+	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
+	sluice.CreateTopic(t, addr, "pv", 2)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	h := &harness{t: t, clock: clock.NewManual(t0), engine: &faultEngine{Engine: &scheduler.LoaderEngine{}},
 		jobs: t.TempDir(), out: t.TempDir(), addr: addr}
@@ -178,8 +178,8 @@ func TestEmbeddedTicks(t *testing.T) {
 	h := newHarness(t)
 	t0 := h.clock.Now()
 	// 2 partitions × 60 records in hour 08 and 60 in hour 09.
-	schedtest.Produce(t, h.addr, "pv", 2, 0, 60, t0.Add(-2*time.Hour), time.Second)
-	schedtest.Produce(t, h.addr, "pv", 2, 60, 60, t0.Add(-time.Hour), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 0, 60, t0.Add(-2*time.Hour), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 60, 60, t0.Add(-time.Hour), time.Second)
 	writeSpec(t, h.jobs, "pv-hourly", h.addr, "pv", h.out, "@every 2s", "")
 	h.start()
 
@@ -200,8 +200,8 @@ func TestEmbeddedTicks(t *testing.T) {
 	}
 
 	// New records (late ones for 09, and 10): the next tick loads only them.
-	schedtest.Produce(t, h.addr, "pv", 2, 120, 10, t0.Add(-30*time.Minute), time.Second)
-	schedtest.Produce(t, h.addr, "pv", 2, 130, 10, t0, time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 120, 10, t0.Add(-30*time.Minute), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 130, 10, t0, time.Second)
 	h.clock.Advance(2 * time.Second)
 	r = h.ended("pv-hourly", 2)[1]
 	if r.State != scheduler.StateSucceeded || r.Records != 40 {
@@ -220,7 +220,7 @@ func TestEmbeddedTicks(t *testing.T) {
 	// Overlap: hold the next run's tasks; two ticks pass while it runs.
 	gate, entered := make(chan struct{}), make(chan scheduler.Task, 16)
 	h.engine.set(func(f *faultEngine) { f.gate, f.entered = gate, entered })
-	schedtest.Produce(t, h.addr, "pv", 2, 140, 5, t0.Add(10*time.Minute), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 140, 5, t0.Add(10*time.Minute), time.Second)
 	h.clock.Advance(2 * time.Second)
 	<-entered
 	h.clock.Advance(2 * time.Second)
@@ -260,12 +260,12 @@ func TestEmbeddedTicks(t *testing.T) {
 		t.Fatalf("after downtime: %d runs, last scheduled %v (now %v)", len(runs), runs[4].Scheduled, h.clock.Now())
 	}
 	h.stop()
-	for id, n := range schedtest.LoadedIDs(h.out) {
+	for id, n := range sluice.LoadedIDs(h.out) {
 		if n != 1 {
 			t.Errorf("record %s loaded %d times", id, n)
 		}
 	}
-	if got := len(schedtest.LoadedIDs(h.out)); got != 290 {
+	if got := len(sluice.LoadedIDs(h.out)); got != 290 {
 		t.Fatalf("%d distinct records loaded, want 290", got)
 	}
 }
@@ -275,7 +275,7 @@ func TestEmbeddedTicks(t *testing.T) {
 // next tick resumes from the checkpoint.
 func TestEmbeddedRetries(t *testing.T) {
 	h := newHarness(t)
-	schedtest.Produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
 	writeSpec(t, h.jobs, "pv", h.addr, "pv", h.out, "@hourly", "retry:\n  max_attempts: 3\n  backoff: 1s\n")
 	h.engine.set(func(f *faultEngine) { f.failFirst = 2 })
 	h.start()
@@ -298,7 +298,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		}
 	}
 	// Every attempt fails: the run fails with the reason per task.
-	schedtest.Produce(t, h.addr, "pv", 2, 30, 10, h.clock.Now().Add(-time.Hour), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 30, 10, h.clock.Now().Add(-time.Hour), time.Second)
 	h.engine.set(func(f *faultEngine) { f.failAll = true })
 	h.clock.Set(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	waitFor(t, "a failed run", func() bool {
@@ -334,7 +334,7 @@ func TestEmbeddedRetries(t *testing.T) {
 		t.Fatalf("resumed run: %+v", r)
 	}
 	h.stop()
-	if got := len(schedtest.LoadedIDs(h.out)); got != 80 {
+	if got := len(sluice.LoadedIDs(h.out)); got != 80 {
 		t.Fatalf("%d records loaded, want 80", got)
 	}
 }

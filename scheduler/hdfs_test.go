@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/scheduler"
-	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
@@ -23,7 +23,7 @@ func TestHDFSOutput(t *testing.T) {
 	nn := hdfs.Start(t)
 	h := newHarness(t)
 	h.out = fmt.Sprintf("hdfs://%s/scheduler-%d", nn, time.Now().UnixNano())
-	schedtest.Produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
+	sluice.Produce(t, h.addr, "pv", 2, 0, 30, h.clock.Now().Add(-2*time.Hour), time.Second)
 	writeSpec(t, h.jobs, "pv-hdfs", h.addr, "pv", h.out, "@every 2s", "")
 	h.start()
 	h.clock.Advance(2 * time.Second)

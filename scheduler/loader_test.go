@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/scheduler"
-	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // TestLoaderEngine: the scheduler drives sluice's loader (package jobs):
@@ -18,7 +18,7 @@ func TestLoaderEngine(t *testing.T) {
 	h := newHarness(t)
 	h.engine.Engine = &scheduler.LoaderEngine{}
 	t0 := h.clock.Now()
-	schedtest.Produce(t, h.addr, "pv", 2, 0, 40, t0.Add(-2*time.Hour), time.Minute)
+	sluice.Produce(t, h.addr, "pv", 2, 0, 40, t0.Add(-2*time.Hour), time.Minute)
 	spec := fmt.Sprintf(`name: pv-loader
 source:
   bootstrap: [%s]

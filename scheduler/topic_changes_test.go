@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/scheduler"
-	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // Scheduled loads while the world changes under them: partitions added, the
@@ -44,7 +44,7 @@ func TestScheduledLoadsThroughTopicChanges(t *testing.T) {
 			}
 			want := map[string]bool{} // ids that must be loaded once
 			produce := func(parts int32, first, n int) {
-				schedtest.Produce(t, h.addr, "pv", parts, first, n, t0, time.Second)
+				sluice.Produce(t, h.addr, "pv", parts, first, n, t0, time.Second)
 				for p := int32(0); p < parts; p++ {
 					for i := 0; i < n; i++ {
 						want[fmt.Sprintf("%d-%d", p, first+i)] = true
@@ -55,7 +55,7 @@ func TestScheduledLoadsThroughTopicChanges(t *testing.T) {
 				if _, err := adm.DeleteTopics(ctx, "pv"); err != nil {
 					t.Fatal(err)
 				}
-				schedtest.CreateTopic(t, h.addr, "pv", parts)
+				sluice.CreateTopic(t, h.addr, "pv", parts)
 			}
 			tick := func(n int) scheduler.RunRecord {
 				h.clock.Advance(2 * time.Second)
@@ -76,7 +76,7 @@ func TestScheduledLoadsThroughTopicChanges(t *testing.T) {
 			if r.State != scheduler.StateSucceeded || r.Records != 80 || !strings.Contains(strings.Join(r.Notes, ";"), "partitions [2 3] were added") {
 				t.Fatalf("run 2 (partitions added): %+v", r)
 			}
-			loadedBefore := schedtest.LoadedIDs(h.out)
+			loadedBefore := sluice.LoadedIDs(h.out)
 
 			recreate(3)
 			before := len(want)
@@ -86,7 +86,7 @@ func TestScheduledLoadsThroughTopicChanges(t *testing.T) {
 				if r.State != scheduler.StateFailed || !strings.Contains(r.Error, "deleted and created again") {
 					t.Fatalf("run 3 (recreated, fail): %+v", r)
 				}
-				got := schedtest.LoadedIDs(h.out)
+				got := sluice.LoadedIDs(h.out)
 				if len(got) != len(loadedBefore) || len(got) != before {
 					t.Fatalf("a refused run loaded records: %d ids before, %d after, %d of the old topic", len(loadedBefore), len(got), before)
 				}
@@ -105,7 +105,7 @@ func TestScheduledLoadsThroughTopicChanges(t *testing.T) {
 			if r := tick(5); r.State != scheduler.StateSucceeded || r.Records != 10 {
 				t.Fatalf("run 5: %+v", r)
 			}
-			checkLoadedOnce(t, schedtest.LoadedIDs(h.out), want, nil)
+			checkLoadedOnce(t, sluice.LoadedIDs(h.out), want, nil)
 		})
 	}
 }

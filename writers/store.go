@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -42,11 +43,11 @@ var (
 // The type belongs to inputformat, which plans and reads splits.
 type Split = inputformat.Split
 
-// validateSplit checks a split can be written: a topic name usable in a
-// path and a non-empty range.
+// validateSplit checks a split can be written: a legal Kafka topic name
+// (safe as a path element) and a non-empty range.
 func validateSplit(s Split) error {
-	if s.Topic == "" || strings.ContainsAny(s.Topic, "/+\\") || s.Topic == "." || s.Topic == ".." {
-		return fmt.Errorf("%w: topic %q (empty, or holds / + \\)", ErrSplit, s.Topic)
+	if err := topicname.Check(s.Topic); err != nil {
+		return fmt.Errorf("%w: %w", ErrSplit, err)
 	}
 	if s.Partition < 0 || s.Start < 0 || s.End <= s.Start {
 		return fmt.Errorf("%w: %s (want 0 <= start < end and partition >= 0)", ErrSplit, s)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -144,7 +145,7 @@ func (m *Manager) Partitions() []TopicPartition {
 // is already open, the open log is returned and cfg is ignored. Opening one
 // partition does not block Get or Open of others.
 func (m *Manager) Open(tp TopicPartition, cfg Config) (*Log, error) {
-	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\\x00") || tp.Topic == "." || tp.Topic == ".." {
+	if tp.Partition < 0 || topicname.Check(tp.Topic) != nil {
 		return nil, fmt.Errorf("log: invalid partition %q/%d", tp.Topic, tp.Partition)
 	}
 	cfg, err := cfg.normalize()

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -70,7 +71,7 @@ func OpenFileStore(fsys vfs.FS, dir string) (*FileStore, error) {
 		}
 		for _, e := range f.Topics {
 			id, err := hex.DecodeString(e.ID)
-			if err != nil || len(id) != 16 || e.Partitions < 1 || e.Partitions > MaxPartitions || !ValidTopicName(e.Name) {
+			if err != nil || len(id) != 16 || e.Partitions < 1 || e.Partitions > MaxPartitions || topicname.Check(e.Name) != nil {
 				return nil, fmt.Errorf("%w: %s: topic %q has a bad name, id or partition count", ErrCorrupt, path.Join(dir, topicsFile), e.Name)
 			}
 			t := Topic{Name: e.Name, Partitions: e.Partitions, Configs: e.Configs}

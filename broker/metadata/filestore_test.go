@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -85,11 +86,11 @@ func TestFileStore(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	for name, ok := range map[string]bool{"a": true, "a.b_c-D9": true, "": false, ".": false, "..": false, "a/b": false, "é": false} {
-		if ValidTopicName(name) != ok {
-			t.Errorf("ValidTopicName(%q) = %v", name, !ok)
+		if (topicname.Check(name) == nil) != ok {
+			t.Errorf("topicname.Check(%q) ok = %v", name, !ok)
 		}
 	}
-	if !Collides("a.b", "a_b") || Collides("a.b", "a.b") || Collides("a.b", "a.c") || Collides("ab", "a_b") {
+	if !topicname.Collides("a.b", "a_b") || topicname.Collides("a.b", "a.b") || topicname.Collides("a.b", "a.c") || topicname.Collides("ab", "a_b") {
 		t.Error("Collides")
 	}
 	if id := NewTopicID(); id[6]>>4 != 4 || id[8]>>6 != 2 {

@@ -24,7 +24,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 )
 
 // Sentinel errors. Store implementations wrap them with %w.
@@ -72,42 +71,6 @@ type Store interface {
 
 // MaxPartitions is the most partitions one topic may have.
 const MaxPartitions = 1 << 16
-
-// ValidTopicName applies Kafka's topic-name rules: 1 to 249 characters of
-// [a-zA-Z0-9._-], not "." or "..".
-func ValidTopicName(name string) bool {
-	if name == "" || name == "." || name == ".." || len(name) > 249 || !utf8.ValidString(name) {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// Collides reports whether two different names clash in metric names
-// ('.' and '_' are interchangeable there), which Kafka refuses.
-func Collides(a, b string) bool {
-	if a == b || len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == '.' {
-			x = '_'
-		}
-		if y == '.' {
-			y = '_'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
 
 // NewTopicID returns a random version-4 UUID.
 func NewTopicID() [16]byte {

@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/server"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // checkAnswer: never a 5xx, always Confluent's content type, and an error
@@ -166,17 +165,13 @@ func startSharedRegistry(t *testing.T) *testRegistry {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(server.Options{DataDir: dir, Config: config.Default(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := srv.Listen("127.0.0.1:0")
+	b, err := sluice.NewBroker(sluice.BrokerOptions{DataDir: dir, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reg, err := New(ctx, Options{Bootstrap: []string{addr.String()}, Logger: quiet, MaxRequestBytes: 64 << 10})
+	reg, err := New(ctx, Options{Bootstrap: []string{b.Addr}, Logger: quiet, MaxRequestBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/server"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // The tests run against a real sluice broker (broker/server in process,
@@ -41,7 +40,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // testBroker is an in-process sluice broker on 127.0.0.1.
 type testBroker struct {
-	srv  *server.Server
+	*sluice.Broker
 	addr string
 	dir  string
 }
@@ -57,27 +56,11 @@ func startBroker(t testing.TB, dir string) *testBroker {
 // address its clients know).
 func startBrokerAt(t testing.TB, dir, listen string) *testBroker {
 	t.Helper()
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	srv, err := server.New(server.Options{DataDir: dir, Config: config.Default(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	addr, err := srv.Listen(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &testBroker{srv: srv, addr: addr.String(), dir: dir}
-	t.Cleanup(b.stop)
-	return b
+	b := sluice.StartBroker(t, sluice.BrokerOptions{DataDir: dir, Listen: listen, Logger: testLogger(t)})
+	return &testBroker{Broker: b, addr: b.Addr, dir: b.DataDir}
 }
 
-func (b *testBroker) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_ = b.srv.Shutdown(ctx)
-}
+func (b *testBroker) stop() { _ = b.Stop() }
 
 // testRegistry is a registry serving HTTP on 127.0.0.1.
 type testRegistry struct {

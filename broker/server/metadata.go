@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/internal/topicname"
 )
 
 const (
@@ -149,7 +149,7 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
-			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && metadata.ValidTopicName(name) {
+			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && topicname.Check(name) == nil {
 				if created == maxAutoCreates {
 					code = kerr.LeaderNotAvailable.Code
 					break

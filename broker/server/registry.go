@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/internal/topicname"
 )
 
 // partition is one served partition: its log, and the mutex that keeps
@@ -233,7 +234,7 @@ func (r *registry) getOrAutoCreate(name string, allow bool) (*topic, int16) {
 	if !allow || !r.broker.AutoCreateTopics {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	if !metadata.ValidTopicName(name) {
+	if topicname.Check(name) != nil {
 		return nil, kerr.InvalidTopicException.Code
 	}
 	t, code, _ := r.create(name, r.broker.NumPartitions, nil, false)
@@ -257,12 +258,12 @@ func (r *registry) reserveLocked(name string) (int16, string) {
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", name)
 	}
 	for other := range r.topics {
-		if metadata.Collides(other, name) {
+		if topicname.Collides(other, name) {
 			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", name, other)
 		}
 	}
 	for other := range r.busy {
-		if metadata.Collides(other, name) {
+		if topicname.Collides(other, name) {
 			return kerr.InvalidTopicException.Code, fmt.Sprintf("topic %q collides with topic %q, being created or deleted", name, other)
 		}
 	}
@@ -272,7 +273,7 @@ func (r *registry) reserveLocked(name string) (int16, string) {
 // create registers a topic and opens its partitions. validateOnly checks
 // without creating. It returns a Kafka error code and a message.
 func (r *registry) create(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, int16, string) {
-	if !metadata.ValidTopicName(name) {
+	if topicname.Check(name) != nil {
 		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not legal: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'", name)
 	}
 	if partitions < 1 || partitions > metadata.MaxPartitions {

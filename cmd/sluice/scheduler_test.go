@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/server"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
 )
 
@@ -46,18 +43,7 @@ func TestSchedulerCommandsBadInput(t *testing.T) {
 // per partition, and a job spec loading them every second.
 func loaderFixture(t *testing.T, n int) (jobsDir, spec string) {
 	t.Helper()
-	srv, err := server.New(server.Options{DataDir: t.TempDir(), Config: config.Default(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := ln.Addr().String()
+	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,9 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadInput, fmt.Sprintf(format, args...))
 }
 
-// SplitBootstrap turns "h1:p1,h2:p2" into a seed list, checking each entry
-// has a port.
+// SplitBootstrap turns "h1:p1,h2:p2" into a seed list (DefaultBootstrap
+// when empty), each entry checked by CheckAddress. Spaces around entries
+// and empty entries are dropped.
 func SplitBootstrap(bootstrap string) ([]string, error) {
 	if strings.TrimSpace(bootstrap) == "" {
 		bootstrap = DefaultBootstrap
@@ -31,12 +32,8 @@ func SplitBootstrap(bootstrap string) ([]string, error) {
 		if s == "" {
 			continue
 		}
-		i := strings.LastIndexByte(s, ':')
-		if i <= 0 || i == len(s)-1 {
-			return nil, badInput("bootstrap address %q needs HOST:PORT", s)
-		}
-		if _, err := strconv.ParseUint(s[i+1:], 10, 16); err != nil {
-			return nil, badInput("bootstrap address %q has a bad port", s)
+		if err := CheckAddress(s); err != nil {
+			return nil, badInput("bootstrap address %v", err)
 		}
 		seeds = append(seeds, s)
 	}
@@ -44,6 +41,42 @@ func SplitBootstrap(bootstrap string) ([]string, error) {
 		return nil, badInput("no bootstrap address")
 	}
 	return seeds, nil
+}
+
+// AddressError reports a bootstrap entry that is not HOST:PORT with a port
+// of 1 to 65535. It wraps ErrBadInput; its message names the entry and the
+// problem (`"localhost" is not HOST:PORT`), so callers may put it after
+// their own field name.
+type AddressError struct {
+	// Address is the entry as given.
+	Address string
+	// BadPort is set when the entry is HOST:PORT but the port is out of range.
+	BadPort bool
+}
+
+func (e *AddressError) Error() string {
+	if e.BadPort {
+		return fmt.Sprintf("%q: the port must be 1 to 65535", e.Address)
+	}
+	return fmt.Sprintf("%q is not HOST:PORT", e.Address)
+}
+
+// Unwrap returns ErrBadInput.
+func (e *AddressError) Unwrap() error { return ErrBadInput }
+
+// CheckAddress checks one bootstrap entry: a non-empty host (a name, an
+// IPv4 address or a bracketed IPv6 address), a colon and a decimal port of 1
+// to 65535. The error is an *AddressError. The tools (SplitBootstrap) and
+// the loader's job spec both check entries here.
+func CheckAddress(addr string) error {
+	i := strings.LastIndexByte(addr, ':')
+	if i <= 0 || i == len(addr)-1 || strings.Trim(addr[i+1:], "0123456789") != "" {
+		return &AddressError{Address: addr}
+	}
+	if port, err := strconv.Atoi(addr[i+1:]); err != nil || port < 1 || port > 65535 {
+		return &AddressError{Address: addr, BadPort: true}
+	}
+	return nil
 }
 
 // ParseCompression maps none|gzip|snappy|lz4|zstd to a franz-go codec.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/cluster"
-	"github.com/sluicehq/sluice/scheduler/internal/schedtest"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -136,12 +136,12 @@ func TestCluster(t *testing.T) {
 	zks := zkharness.Start(t)
 	connect := zks.Connect("/sluice-test")
 
-	addr := schedtest.StartBroker(t)
+	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
 
 	const partitions, perPartition = 3, 240 // 12 tasks of 20 records per partition
-	schedtest.CreateTopic(t, addr, "pv", partitions)
+	sluice.CreateTopic(t, addr, "pv", partitions)
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
-	schedtest.Produce(t, addr, "pv", partitions, 0, perPartition, t0, 30*time.Second)
+	sluice.Produce(t, addr, "pv", partitions, 0, perPartition, t0, 30*time.Second)
 
 	jobs, out := t.TempDir(), t.TempDir()
 	spec := fmt.Sprintf("name: pv\nsource:\n  bootstrap: [%s]\n  topics: [pv]\n  max_records_per_task: 20\n"+
@@ -206,7 +206,7 @@ func TestCluster(t *testing.T) {
 				adopted = r
 			}
 		}
-		return adopted.ID != "" && len(schedtest.LoadedIDs(out)) == partitions*perPartition
+		return adopted.ID != "" && len(sluice.LoadedIDs(out)) == partitions*perPartition
 	})
 	if newLeader, _ := leaderName(zc, chroot); newLeader == leader || newLeader == "" {
 		t.Fatalf("leader after the kill: %q (killed %q)", newLeader, leader)
@@ -220,7 +220,7 @@ func TestCluster(t *testing.T) {
 	if total != partitions*perPartition {
 		t.Errorf("the runs report %d records committed, want %d", total, partitions*perPartition)
 	}
-	for id, n := range schedtest.LoadedIDs(out) {
+	for id, n := range sluice.LoadedIDs(out) {
 		if n != 1 {
 			t.Errorf("record %s loaded %d times", id, n)
 		}
@@ -229,7 +229,7 @@ func TestCluster(t *testing.T) {
 	// A zombie: stop (SIGSTOP) the worker of a claimed task of the next run
 	// until its session expires and another worker re-runs the task, then let
 	// it go on. Its late commit loses to the manifest already created.
-	schedtest.Produce(t, addr, "pv", partitions, perPartition, 160, t0.Add(2*time.Hour), time.Second)
+	sluice.Produce(t, addr, "pv", partitions, perPartition, 160, t0.Add(2*time.Hour), time.Second)
 	waitFor(t, "a task of the next run started by its worker", 90*time.Second, func() bool {
 		claimed, victim = owner("/claims")
 		if victim == "" || procs[victim] == nil || procs[victim].exited() {
@@ -242,7 +242,7 @@ func TestCluster(t *testing.T) {
 	t.Logf("stopping %s while it runs %s", victim, claimed)
 	zombie.cmd.Process.Signal(syscall.SIGSTOP)
 	waitFor(t, "the other worker to load everything", 90*time.Second, func() bool {
-		return len(schedtest.LoadedIDs(out)) == partitions*(perPartition+160)
+		return len(sluice.LoadedIDs(out)) == partitions*(perPartition+160)
 	})
 	zombie.cmd.Process.Signal(syscall.SIGCONT)
 	task := strings.Split(claimed, "~")[1]
@@ -264,7 +264,7 @@ func TestCluster(t *testing.T) {
 	if strings.Contains(done, "committed=true") {
 		t.Logf("the zombie had committed before it was stopped; the re-run lost instead")
 	}
-	for id, n := range schedtest.LoadedIDs(out) {
+	for id, n := range sluice.LoadedIDs(out) {
 		if n != 1 {
 			t.Errorf("after the zombie: record %s loaded %d times", id, n)
 		}

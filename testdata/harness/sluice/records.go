@@ -1,15 +1,9 @@
-// Package schedtest holds what the scheduler's tests share: a real sluice
-// broker in the test process, topic creation, and a reader of the loaded
-// JSON-lines output that counts each record id.
-package schedtest
+package sluice
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,32 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/broker/config"
-	"github.com/sluicehq/sluice/broker/server"
 )
-
-// StartBroker runs a sluice broker in the test process on a free loopback
-// port and returns its address; it is shut down at cleanup.
-func StartBroker(t testing.TB) string {
-	t.Helper()
-	srv, err := server.New(server.Options{DataDir: t.TempDir(), Config: config.Default(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return ln.Addr().String()
-}
 
 // CreateTopic creates topic with the given partitions.
 func CreateTopic(t testing.TB, addr, topic string, partitions int32) {
