@@ -15,6 +15,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -118,7 +119,7 @@ type avroSource interface {
 	Raw(ctx context.Context, value []byte) (avro.Schema, []byte, error)
 	// Identity returns the identity projection of schema (one per schema:
 	// the writers compile per projection).
-	Identity(schema avro.Schema) (*format.AvroProjection, error)
+	Identity(schema avro.Schema) (*avrocodec.Projection, error)
 }
 
 // writerSchemas is a Decoder whose records each name their writer schema
@@ -139,21 +140,21 @@ func unboundedItems(whose string, err error) string {
 // projections holds the identity projection of each schema a decoder met.
 type projections struct {
 	mu sync.Mutex
-	by map[avro.Schema]*format.AvroProjection
+	by map[avro.Schema]*avrocodec.Projection
 }
 
-func (p *projections) Identity(schema avro.Schema) (*format.AvroProjection, error) {
+func (p *projections) Identity(schema avro.Schema) (*avrocodec.Projection, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr := p.by[schema]; pr != nil {
 		return pr, nil
 	}
-	pr, err := format.NewAvroProjection(schema, nil, nil)
+	pr, err := avrocodec.NewProjection(schema, nil, nil)
 	if err != nil {
 		return nil, err // the caller says whose schema it is (see taskRun.schemaError)
 	}
 	if p.by == nil {
-		p.by = map[avro.Schema]*format.AvroProjection{}
+		p.by = map[avro.Schema]*avrocodec.Projection{}
 	}
 	p.by[schema] = pr
 	return pr, nil
@@ -191,7 +192,7 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 	}
 	p, err := src.Identity(schema)
 	switch {
-	case errors.Is(err, format.ErrUnboundedItems):
+	case errors.Is(err, avrocodec.ErrUnboundedItems):
 		// Refused before (a registry's at Raw, a schema file's at Open).
 		return nil, nil, badRecord("%s", unboundedItems("the record's schema", err))
 	case errors.Is(err, format.ErrUnsupportedSchema):
@@ -199,7 +200,7 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 	case err != nil:
 		return nil, nil, badRecord("the record's schema: %v", err)
 	default:
-		if err := p.Scan(&format.AvroRow{}, body); err != nil {
+		if err := p.Scan(&avrocodec.Row{}, body); err != nil {
 			return nil, nil, badRecord("%v", err)
 		}
 	}
@@ -283,7 +284,7 @@ func (d *registryDecoder) schema(ctx context.Context, id int) (avro.Schema, erro
 	if s.Type() != avro.Record {
 		return nil, badRecord("schema id %d is a %s, not a record", id, s.Type())
 	}
-	if _, err := d.Identity(s); errors.Is(err, format.ErrUnboundedItems) {
+	if _, err := d.Identity(s); errors.Is(err, avrocodec.ErrUnboundedItems) {
 		refused := badRecord("%s", unboundedItems(fmt.Sprintf("writer schema id %d", id), err))
 		d.mu.Lock()
 		d.refused[id] = refused

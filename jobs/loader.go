@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -183,7 +184,7 @@ func (l *Loader) checkFixedSchema() error {
 	var in avro.Schema
 	switch d := l.decoder.(type) {
 	case *avroFileDecoder:
-		if _, err := d.Identity(d.schema); errors.Is(err, format.ErrUnboundedItems) {
+		if _, err := d.Identity(d.schema); errors.Is(err, avrocodec.ErrUnboundedItems) {
 			return fmt.Errorf("%w: decode.schema_file %s: %s", ErrSpec, l.spec.Decode.SchemaFile, unboundedItems("the schema", err))
 		}
 		in = d.schema

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/format"
@@ -307,9 +308,9 @@ type taskRun struct {
 	// The columnar path (src non-nil): Avro values go to the writers as
 	// bytes, through a projection per input schema, with no map.
 	src      avroSource
-	projs    map[avro.Schema]*format.AvroProjection
-	row      format.AvroRow
-	whereFor *format.AvroProjection
+	projs    map[avro.Schema]*avrocodec.Projection
+	row      avrocodec.Row
+	whereFor *avrocodec.Projection
 	whereEnv map[string]any
 	whereIdx []int // In fields the filter names
 
@@ -335,7 +336,7 @@ func columnarSource(dec Decoder, m Mapper) avroSource {
 
 // projection returns the projection of records of schema through the
 // mapper.
-func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error) {
+func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) {
 	if p := t.projs[schema]; p != nil {
 		return p, nil
 	}
@@ -343,20 +344,20 @@ func (t *taskRun) projection(schema avro.Schema) (*format.AvroProjection, error)
 	if err != nil {
 		return nil, t.schemaError(schema, err)
 	}
-	var p *format.AvroProjection
+	var p *avrocodec.Projection
 	if sm, ok := t.mapper.(*selectMapper); ok {
-		p, err = format.NewAvroProjection(schema, out, sm.pick(schema.(*avro.RecordSchema)))
+		p, err = avrocodec.NewProjection(schema, out, sm.pick(schema.(*avro.RecordSchema)))
 	} else {
 		p, err = t.src.Identity(schema)
 	}
-	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, format.ErrUnboundedItems) {
+	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, avrocodec.ErrUnboundedItems) {
 		return nil, err // the map path takes it
 	}
 	if err != nil {
 		return nil, t.schemaError(schema, err)
 	}
 	if t.projs == nil {
-		t.projs = map[avro.Schema]*format.AvroProjection{}
+		t.projs = map[avro.Schema]*avrocodec.Projection{}
 	}
 	t.projs[schema] = p
 	return p, nil
@@ -405,7 +406,7 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 func (t *taskRun) schemaError(schema avro.Schema, err error) error {
 	if ws, ok := t.dec.(writerSchemas); ok {
 		if id, ok := ws.writerSchemaID(schema); ok {
-			if errors.Is(err, format.ErrUnboundedItems) {
+			if errors.Is(err, avrocodec.ErrUnboundedItems) {
 				return badRecord("%s", unboundedItems(fmt.Sprintf("writer schema id %d", id), err))
 			}
 			return badRecord("writer schema id %d: refused: %s", id, strings.TrimPrefix(err.Error(), ErrSpec.Error()+": "))
@@ -435,7 +436,7 @@ func (t *taskRun) writeError(schema avro.Schema, err error) error {
 // whereRow returns the filter's view of the row: the In fields it names,
 // decoded as the map path decodes them. A field that does not decode is
 // left out (the scan accepted the record, so none should).
-func (t *taskRun) whereRow(p *format.AvroProjection) map[string]any {
+func (t *taskRun) whereRow(p *avrocodec.Projection) map[string]any {
 	if t.whereFor != p {
 		t.whereFor, t.whereEnv, t.whereIdx = p, map[string]any{}, nil
 		for _, name := range t.l.where.names {

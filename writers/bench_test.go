@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -111,7 +112,7 @@ func rawRecordSize(records []map[string]any) int {
 
 // BenchmarkWriteAvro is BenchmarkWrite on the columnar path: the same page
 // views arrive as Avro binary (as the loader gets them from Kafka) and go
-// to the files through an AvroProjection, with no map per record.
+// to the files through an avrocodec.Projection, with no map per record.
 // in-MB/cpu-s counts the Avro bytes.
 func BenchmarkWriteAvro(b *testing.B) {
 	schema := pageViewSchema(b)
@@ -142,7 +143,7 @@ func BenchmarkWriteAvro(b *testing.B) {
 			size := len(arena)
 			records, metas = nil, nil
 			distinct := len(ends)
-			proj, err := format.NewAvroProjection(schema, nil, nil)
+			proj, err := avrocodec.NewProjection(schema, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func BenchmarkWriteAvro(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var row format.AvroRow
+			var row avrocodec.Row
 			for i := 0; i < b.N; i++ {
 				k := i % distinct
 				start := 0

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/sluicehq/sluice/writers/format"
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 // ErrPartition reports a record whose partition cannot be derived, or a bad
@@ -164,7 +164,7 @@ func (p *Partitioner) dirAt(t time.Time, c *dirCache) string {
 
 // dirRow is dir for a row of the columnar path; outIdx is the index of
 // the time field's first name in the row's Out fields (-1: not there).
-func (p *Partitioner) dirRow(row *format.AvroRow, outIdx int, logTime time.Time, rng TimeRange, c *dirCache) (string, error) {
+func (p *Partitioner) dirRow(row *avrocodec.Row, outIdx int, logTime time.Time, rng TimeRange, c *dirCache) (string, error) {
 	if p == nil || p.by == ByNone {
 		return "", nil
 	}

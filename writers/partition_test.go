@@ -8,6 +8,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -141,7 +142,7 @@ func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
 	for _, c := range avroCases {
 		t.Run("columnar/"+c.name, func(t *testing.T) {
 			schema := avro.MustParse(`{"type":"record","name":"R","fields":[{"name":"ts","type":` + c.typ + `}]}`)
-			proj, err := format.NewAvroProjection(schema, nil, nil)
+			proj, err := avrocodec.NewProjection(schema, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var row format.AvroRow
+				var row avrocodec.Row
 				if err := proj.Scan(&row, b); err != nil {
 					t.Fatal(err)
 				}

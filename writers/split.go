@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -59,7 +60,7 @@ type SplitWriter struct {
 	finished bool
 	// the columnar path: the time field's index in the Out fields of
 	// timeIdxFor, and the last partition directory
-	timeIdxFor *format.AvroProjection
+	timeIdxFor *avrocodec.Projection
 	timeIdx    int
 	dirs       dirCache
 }
@@ -119,7 +120,7 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 // Scan accepted: the columnar path, which makes no map[string]any for the
 // Parquet and Avro formats (JSON lines decode the row as a map). The file's
 // schema is the projection's Out. Errors are those of Write.
-func (w *SplitWriter) WriteAvro(row *format.AvroRow, meta format.Meta) error {
+func (w *SplitWriter) WriteAvro(row *avrocodec.Row, meta format.Meta) error {
 	meta, err := w.check(meta)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2/ocf"
-	"github.com/sluicehq/sluice/writers/format"
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 // avroBatchRows bounds the rows of one Arrow batch decoded from Avro.
@@ -31,7 +31,7 @@ type avroReader struct {
 	keys   []string
 	schema *arrow.Schema
 	fp     [32]byte
-	build  *format.RecordBuilder
+	build  *avrocodec.RecordBuilder
 	mem    memory.Allocator
 
 	cur    *ocf.Decoder
@@ -65,7 +65,7 @@ func openAvroFile(open func(resolved) (io.ReadCloser, error), files []resolved) 
 // newAvroReader starts a reader at o (an opened file and those after it).
 func newAvroReader(o *openAvro, open func(resolved) (io.ReadCloser, error), keys []string) (*avroReader, error) {
 	mem := memory.NewGoAllocator()
-	b, err := format.NewRecordBuilder(mem, o.dec.Schema())
+	b, err := avrocodec.NewRecordBuilder(mem, o.dec.Schema())
 	if err != nil {
 		o.closer.Close()
 		return nil, fmt.Errorf("%s: %w", o.files[0].Path, err)

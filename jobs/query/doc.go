@@ -24,7 +24,7 @@
 //	        manifests ──► files of the kept partitions (the Plan; --explain prints it)
 //	                                              │
 //	  Parquet / JSON: local path, or a copy in ◄──┤──► Avro: hamba/avro decode ──► Arrow
-//	  the bounded cache (HDFS, stage.go)          │    batches (format.RecordBuilder) ──►
+//	  the bounded cache (HDFS, stage.go)          │    batches (avrocodec.RecordBuilder) ──►
 //	  ──► read_parquet / read_json views          │    duckdb-go Arrow view ──► temp table
 //	                                              ▼
 //	        CREATE TEMP VIEW "<dataset>" AS <one SELECT per format> UNION ALL BY NAME …

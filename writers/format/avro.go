@@ -9,6 +9,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/hamba/avro/v2/ocf"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 type avroWriter struct {
@@ -17,8 +19,8 @@ type avroWriter struct {
 	schema  avro.Schema
 	rec     *avro.Encoder
 	buf     bytes.Buffer
-	scratch []byte          // a row of WriteAvroRow
-	checked *AvroProjection // the last projection found to match fp
+	scratch []byte                // a row of WriteAvroRow
+	checked *avrocodec.Projection // the last projection found to match fp
 	meta    bool
 	micros  bool
 	fp      [32]byte // of the rows' schema (before the metadata fields)
@@ -128,7 +130,7 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 
 // WriteAvroRow writes a row scanned by its projection: the bytes of its
 // fields, in Out's order, then the metadata fields. Nothing is decoded.
-func (a *avroWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
+func (a *avroWriter) WriteAvroRow(row *avrocodec.Row, meta Meta) error {
 	if row.P != a.checked {
 		if row.P.Out.Fingerprint() != a.fp {
 			return fmt.Errorf("format: avro: a row of schema %s in a file of another schema", row.P.Out.FullName())
@@ -137,33 +139,20 @@ func (a *avroWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
 	}
 	b := a.scratch[:0]
 	for _, i := range row.P.Pick {
-		b = append(b, row.field(i)...)
+		b = append(b, row.Field(i)...)
 	}
 	if a.meta {
-		b = appendAvroString(b, meta.Topic)
-		b = appendAvroLong(b, int64(meta.Partition))
-		b = appendAvroLong(b, meta.Offset)
+		b = avrocodec.AppendString(b, meta.Topic)
+		b = avrocodec.AppendLong(b, int64(meta.Partition))
+		b = avrocodec.AppendLong(b, meta.Offset)
 		if a.micros {
-			b = appendAvroLong(b, meta.Timestamp.UnixMicro())
+			b = avrocodec.AppendLong(b, meta.Timestamp.UnixMicro())
 		} else {
-			b = appendAvroLong(b, meta.Timestamp.UnixMilli())
+			b = avrocodec.AppendLong(b, meta.Timestamp.UnixMilli())
 		}
 	}
 	a.scratch = b
 	return a.put(b)
-}
-
-func appendAvroLong(b []byte, x int64) []byte {
-	u := uint64(x<<1) ^ uint64(x>>63)
-	for u >= 0x80 {
-		b = append(b, byte(u)|0x80)
-		u >>= 7
-	}
-	return append(b, byte(u))
-}
-
-func appendAvroString(b []byte, s string) []byte {
-	return append(appendAvroLong(b, int64(len(s))), s...)
 }
 
 // put hands one encoded record to the file.

@@ -1,9 +1,16 @@
 // Package format writes the records of one file as Parquet, Avro object
 // container or JSON lines. Records are maps of field name to value, typed by
-// an Avro record schema; optional metadata columns (_topic, _partition,
-// _offset, _timestamp) say where each record came from.
+// an Avro record schema, or Avro binary rows an avrocodec.Projection has
+// scanned (AvroRowWriter: Parquet decodes them into its columns with
+// avrocodec.Columns, Avro copies their bytes); optional metadata columns
+// (_topic, _partition, _offset, _timestamp) say where each record came
+// from. It only writes: reading Avro, and the conversions of Avro values to
+// Arrow, are package internal/avrocodec's.
 //
-//	record (map[string]any) + Meta ──► Writer ──► io.Writer (an FS file)
+//	record (map[string]any, or *avrocodec.Row) + Meta
+//	                                     │
+//	                                     ▼
+//	                                  Writer ──► io.Writer (an FS file)
 //	                                     │
 //	     ┌───────────────────────────────┼──────────────────────────────┐
 //	     ▼                               ▼                              ▼
@@ -16,7 +23,7 @@
 //	footer: schema, logical types,  block ...
 //	  ARROW:schema, stats; "PAR1"
 //
-// # Types (Avro → Parquet, see ArrowSchema)
+// # Types (Avro → Parquet, see avrocodec.ArrowSchema)
 //
 // Timestamps keep their Avro unit as TIMESTAMP(MILLIS|MICROS,
 // isAdjustedToUTC=true) — never nanoseconds, which Spark, Hive and older

@@ -7,7 +7,20 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
+
+// ErrBadValue reports a record value that does not fit its schema; the
+// record is not written and the writer stays usable. It is the codec's
+// error (avrocodec.ErrBadValue), so one errors.Is covers a record refused
+// by a scan and one refused by a writer.
+var ErrBadValue = avrocodec.ErrBadValue
+
+// ErrUnsupportedSchema reports an Avro schema (or part of one) that a
+// format cannot hold (Parquet: a union of two non-null types, a decimal
+// over 38 digits). It is the codec's error (avrocodec.ErrUnsupportedSchema).
+var ErrUnsupportedSchema = avrocodec.ErrUnsupportedSchema
 
 // Kind names an output file format.
 type Kind string
@@ -70,16 +83,16 @@ type Writer interface {
 }
 
 // AvroRowWriter is a Writer that also takes rows as Avro binary (the
-// columnar path): Parquet decodes them straight into its column builders,
-// Avro copies their bytes. The row's projection's Out schema must be the
-// file's schema.
+// columnar path): Parquet decodes them straight into its column builders
+// (avrocodec.Columns), Avro copies their bytes. The row's projection's Out
+// schema must be the file's schema.
 type AvroRowWriter interface {
 	Writer
 	// WriteAvroRow appends a row that its projection's Scan accepted. A
 	// value that does not fit (a decimal over 38 digits or a malformed uuid,
 	// for Parquet) is an error wrapping ErrBadValue; the row is not written
 	// and the writer stays usable.
-	WriteAvroRow(row *AvroRow, meta Meta) error
+	WriteAvroRow(row *avrocodec.Row, meta Meta) error
 }
 
 // Extension returns the file name extension (without the dot) for opts.

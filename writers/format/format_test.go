@@ -276,26 +276,6 @@ func TestBadValueKeepsWriterUsable(t *testing.T) {
 	}
 }
 
-func TestSchemaMappingErrors(t *testing.T) {
-	for _, c := range []struct{ schema, want string }{
-		{`{"type":"record","name":"r","fields":[{"name":"u","type":["string","long"]}]}`, `field "u": union of "string", "long" has more than one non-null type`},
-		{`{"type":"record","name":"r","fields":[{"name":"u","type":["null","string","long"]}]}`, `field "u": union of "string", "long"`},
-		{`{"type":"record","name":"r","fields":[{"name":"n","type":"null"}]}`, `field "n"`},
-		{`{"type":"record","name":"r","fields":[{"name":"a","type":{"type":"array","items":["int","string"]}}]}`, `field "a[]"`},
-		{`{"type":"record","name":"r","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":60,"scale":2}}]}`, `field "d": decimal precision`},
-		{`"string"`, `top level is string`},
-	} {
-		s, err := avro.Parse(c.schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = format.ArrowSchema(s)
-		if !errors.Is(err, format.ErrUnsupportedSchema) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.schema, err, c.want)
-		}
-	}
-}
-
 func TestOptionsValidate(t *testing.T) {
 	if err := (format.Options{Kind: format.JSONLines, Compression: "snappy"}).Validate(); err == nil {
 		t.Fatal("jsonl snappy accepted")

@@ -10,10 +10,9 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-)
 
-// jsonFn turns one value into its JSON-friendly form.
-type jsonFn func(v any) (any, error)
+	"github.com/sluicehq/sluice/internal/avrocodec"
+)
 
 type jsonWriter struct {
 	cw      *countingWriter
@@ -22,7 +21,7 @@ type jsonWriter struct {
 	counter *countingWriter // uncompressed bytes
 	enc     *json.Encoder
 	fields  []string
-	fns     []jsonFn // nil entries need no conversion
+	fns     []avrocodec.JSONFn // nil entries need no conversion
 	meta    bool
 	micros  bool
 	records int64
@@ -52,11 +51,11 @@ func newJSONWriter(w io.Writer, schema avro.Schema, opts Options) (*jsonWriter, 
 	j.enc = json.NewEncoder(j.bw)
 	j.enc.SetEscapeHTML(false)
 	if schema != nil {
-		rec, ok := deref(schema).(*avro.RecordSchema)
+		rec, ok := avrocodec.Deref(schema).(*avro.RecordSchema)
 		if !ok {
 			return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
 		}
-		if name, ok := selfContaining(rec); ok {
+		if name, ok := avrocodec.SelfContaining(rec); ok {
 			return nil, fmt.Errorf("%w: record %s contains itself: JSON lines take finite schemas (use avro output)", ErrUnsupportedSchema, name)
 		}
 		for _, f := range rec.Fields() {
@@ -74,29 +73,29 @@ func newJSONWriter(w io.Writer, schema avro.Schema, opts Options) (*jsonWriter, 
 }
 
 // jsonConverter returns nil when values of s marshal correctly as they are.
-func jsonConverter(s avro.Schema, path string) (jsonFn, error) {
-	s = deref(s)
-	branch := ""
+func jsonConverter(s avro.Schema, path string) (avrocodec.JSONFn, error) {
+	s = avrocodec.Deref(s)
+	var branch avro.Schema // nil: no wrapper to remove
 	if u, ok := s.(*avro.UnionSchema); ok {
-		b, _, err := nonNull(u, path)
+		b, _, err := avrocodec.NonNull(u, path)
 		if err != nil {
 			// JSON can hold any union: leave values as they are.
 			return unwrapAny, nil //nolint:nilerr
 		}
-		s = deref(b)
+		s = avrocodec.Deref(b)
 		if s.Type() != avro.Map {
-			branch = typeName(s)
+			branch = s
 		}
 	}
 	inner, err := jsonValueConverter(s, path)
 	if err != nil {
 		return nil, err
 	}
-	if branch == "" {
+	if branch == nil {
 		return inner, nil
 	}
 	return func(v any) (any, error) {
-		v = unwrapUnion(v, branch)
+		v = avrocodec.UnwrapUnion(v, branch)
 		if v == nil || inner == nil {
 			return v, nil
 		}
@@ -113,18 +112,18 @@ func unwrapAny(v any) (any, error) {
 	return v, nil
 }
 
-func jsonValueConverter(s avro.Schema, path string) (jsonFn, error) {
-	if sc, ok := scalarOf(s); ok {
-		if sc.json == nil {
+func jsonValueConverter(s avro.Schema, path string) (avrocodec.JSONFn, error) {
+	if sc, ok := avrocodec.ScalarOf(s); ok {
+		if sc.JSON == nil {
 			return nil, nil
 		}
-		return sc.json(s, path), nil
+		return sc.JSON(s, path), nil
 	}
 	switch s.Type() {
 	case avro.Record:
 		rec := s.(*avro.RecordSchema)
 		var names []string
-		var fns []jsonFn
+		var fns []avrocodec.JSONFn
 		for _, f := range rec.Fields() {
 			fn, err := jsonConverter(f.Type(), path+"."+f.Name())
 			if err != nil {

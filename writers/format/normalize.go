@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 // normalizeRecord converts the values of a record to the Go types the Avro
@@ -26,19 +28,19 @@ func normalizeRecord(rec *avro.RecordSchema, m map[string]any, prefix string) er
 }
 
 func normalize(s avro.Schema, v any, path string) (any, error) {
-	s = deref(s)
+	s = avrocodec.Deref(s)
 	if u, ok := s.(*avro.UnionSchema); ok {
 		if v == nil {
 			return nil, nil
 		}
-		b, _, err := nonNull(u, path)
+		b, _, err := avrocodec.NonNull(u, path)
 		if err != nil {
 			return v, nil // a general union: leave it to the encoder
 		}
-		b = deref(b)
-		name := typeName(b)
+		b = avrocodec.Deref(b)
+		name := avrocodec.TypeName(b)
 		if b.Type() != avro.Map {
-			v = unwrapUnion(v, name)
+			v = avrocodec.UnwrapUnion(v, b)
 		} else if m, ok := v.(map[string]any); ok && len(m) == 1 {
 			if inner, ok := m["map"].(map[string]any); ok {
 				v = inner
@@ -56,7 +58,7 @@ func normalize(s avro.Schema, v any, path string) (any, error) {
 		// Name the branch where the encoder cannot tell it from the Go
 		// value: a logical type (it takes any time.Time for "int.date"),
 		// an enum or a fixed (it takes a string or []byte for the primitive).
-		if ls := logicalOf(b); ls != nil {
+		if ls := avrocodec.Logical(b); ls != nil {
 			return map[string]any{string(b.Type()) + "." + string(ls.Type()): nv}, nil
 		}
 		if _, named := b.(avro.NamedSchema); named {
@@ -67,17 +69,17 @@ func normalize(s avro.Schema, v any, path string) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if sc, ok := scalarOf(s); ok {
-		if sc.normalize == nil {
+	if sc, ok := avrocodec.ScalarOf(s); ok {
+		if sc.Normalize == nil {
 			return v, nil
 		}
-		return sc.normalize(s, v, path)
+		return sc.Normalize(s, v, path)
 	}
 	switch s.Type() {
 	case avro.Record:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, badValue(path, v, "record")
+			return nil, avrocodec.BadValue(path, v, "record")
 		}
 		return m, normalizeRecord(s.(*avro.RecordSchema), m, path+".")
 	case avro.Array:

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 type parquetWriter struct {
@@ -24,9 +26,8 @@ type parquetWriter struct {
 	rb     *array.RecordBuilder
 	mem    *sharedPool
 	closed bool
-	fns    []appendFn
-	puts   []func(v any) error // fns bound to their top-level builders
-	names  []string
+	// apps put a map record's fields into the top-level builders.
+	apps *avrocodec.Appenders
 	// dict holds, per column written as a dictionary, the map of its
 	// values to their indices (nil for the other columns).
 	dict     []map[string]int32
@@ -38,9 +39,9 @@ type parquetWriter struct {
 	// groupBytes ends a row group early once the builders hold this much
 	// (estimated): what one open file may buffer.
 	groupBytes int64
-	// avro: the compiled decoders of the projections written so far (the
+	// avro: the column decoders of the projections written so far (the
 	// columnar path), by projection.
-	avro    map[*AvroProjection]*parquetAvro
+	avro    map[*avrocodec.Projection]*avrocodec.Columns
 	pending int
 	records int64
 	flushed int64 // rows in written row groups
@@ -65,15 +66,11 @@ func parquetCodec(c string) compress.Compression {
 }
 
 func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWriter, error) {
-	as, err := ArrowSchema(schema)
+	as, err := avrocodec.ArrowSchema(schema)
 	if err != nil {
 		return nil, err
 	}
 	rec := schema.(*avro.RecordSchema)
-	fns, err := compileRecord(rec, as.Fields(), "")
-	if err != nil {
-		return nil, err
-	}
 	fields := as.Fields()
 	nfields := len(fields)
 	if opts.MetadataColumns {
@@ -139,7 +136,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	mem.acquire()
 	pw := &parquetWriter{
 		cw: cw, wprops: wprops, rb: array.NewRecordBuilder(mem, as), mem: mem,
-		fns: fns, names: fieldNames(rec), fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
+		fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
 		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
 	pw.dict = make([]map[string]int32, len(fields))
@@ -148,9 +145,10 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 			pw.dict[i] = map[string]int32{}
 		}
 	}
-	pw.puts = make([]func(any) error, len(fns))
-	for i, fn := range fns {
-		pw.puts[i] = bindAppender(pw.rb.Field(i), fn)
+	if pw.apps, err = avrocodec.NewAppenders(rec, pw.rb.Fields()); err != nil {
+		pw.rb.Release()
+		mem.release()
+		return nil, err
 	}
 	return pw, nil
 }
@@ -170,15 +168,13 @@ func deltaColumn(f arrow.Field) bool {
 }
 
 func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
-	for i, put := range p.puts {
-		if err := put(value[p.names[i]]); err != nil {
-			if rerr := p.recoverRow(); rerr != nil {
-				// Writing the good rows failed: the output's error, not the
-				// record's (err is only said).
-				return fmt.Errorf("format: parquet: dropping a row that did not fit (%v): %w", err, rerr)
-			}
-			return err
+	if err := p.apps.Append(value); err != nil {
+		if rerr := p.recoverRow(); rerr != nil {
+			// Writing the good rows failed: the output's error, not the
+			// record's (err is only said).
+			return fmt.Errorf("format: parquet: dropping a row that did not fit (%v): %w", err, rerr)
 		}
+		return err
 	}
 	p.appendMeta(meta)
 	return p.rowDone()
@@ -223,57 +219,37 @@ func (p *parquetWriter) buffered() int64 {
 	return n
 }
 
-// parquetAvro is a projection compiled against the writer's columns.
-type parquetAvro struct {
-	cols   []colFn  // per Out field, into its top-level builder
-	strict []scanFn // per Out field: nil, or the checks beyond the scan
-}
-
-func (p *parquetWriter) compileAvro(proj *AvroProjection) (*parquetAvro, error) {
-	if pa := p.avro[proj]; pa != nil {
-		return pa, nil
+// columns returns the column decoders of proj's rows into the builders,
+// compiled at its first row.
+func (p *parquetWriter) columns(proj *avrocodec.Projection) (*avrocodec.Columns, error) {
+	if c := p.avro[proj]; c != nil {
+		return c, nil
 	}
 	if proj.Out.Fingerprint() != p.fp {
 		return nil, fmt.Errorf("format: parquet: a row of schema %s in a file of another schema", proj.Out.FullName())
 	}
-	pa := &parquetAvro{cols: make([]colFn, len(proj.Pick)), strict: make([]scanFn, len(proj.Pick))}
-	for j, i := range proj.Pick {
-		f := proj.In.Fields()[i]
-		fn, err := compileCol(f.Type(), p.rb.Field(j), f.Name())
-		if err != nil {
-			return nil, err
-		}
-		pa.cols[j] = fn
-		if needsStrict(f.Type(), 0) {
-			if pa.strict[j], err = compileScan(f.Type(), f.Name(), 0, true); err != nil {
-				return nil, err
-			}
-		}
+	c, err := avrocodec.NewColumns(proj, p.rb.Fields())
+	if err != nil {
+		return nil, err
 	}
 	if p.avro == nil {
-		p.avro = map[*AvroProjection]*parquetAvro{}
+		p.avro = map[*avrocodec.Projection]*avrocodec.Columns{}
 	}
-	p.avro[proj] = pa
-	return pa, nil
+	p.avro[proj] = c
+	return c, nil
 }
 
 // WriteAvroRow appends a row scanned by its projection, decoding its
 // fields straight into the column builders.
-func (p *parquetWriter) WriteAvroRow(row *AvroRow, meta Meta) error {
-	pa, err := p.compileAvro(row.P)
+func (p *parquetWriter) WriteAvroRow(row *avrocodec.Row, meta Meta) error {
+	c, err := p.columns(row.P)
 	if err != nil {
 		return err
 	}
-	for j, chk := range pa.strict {
-		if chk != nil {
-			if _, err := chk(row.Body, row.start(row.P.Pick[j])); err != nil {
-				return fmt.Errorf("%w: field %q: %v", ErrBadValue, row.P.Out.Fields()[j].Name(), err)
-			}
-		}
+	if err := c.Check(row); err != nil {
+		return err
 	}
-	for j, fn := range pa.cols {
-		fn(row.Body, row.start(row.P.Pick[j]))
-	}
+	c.Append(row)
 	p.appendMeta(meta)
 	return p.rowDone()
 }

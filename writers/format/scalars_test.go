@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
-// scalarCases: one Avro schema and one value per row of the scalar tables.
+// scalarCases: one Avro schema and one value per row of the scalar table
+// (avrocodec.ScalarNames).
 // A row without a case fails TestEveryScalarRowWritesEverywhere, so a new
 // type comes with its test.
 var scalarCases = map[string]struct {
@@ -41,14 +44,7 @@ var scalarCases = map[string]struct {
 // to Arrow and writes a value, plain and nullable, to Parquet, Avro and JSON
 // lines: one row is all a type needs.
 func TestEveryScalarRowWritesEverywhere(t *testing.T) {
-	var keys []string
-	for lt := range logicalScalars {
-		keys = append(keys, "logical:"+string(lt))
-	}
-	for pt := range primitiveScalars {
-		keys = append(keys, "primitive:"+string(pt))
-	}
-	for _, key := range keys {
+	for _, key := range avrocodec.ScalarNames() {
 		c, ok := scalarCases[key]
 		if !ok {
 			t.Errorf("%s has a row but no case in scalarCases", key)
@@ -63,7 +59,7 @@ func TestEveryScalarRowWritesEverywhere(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", key, err)
 			}
-			if _, err := ArrowSchema(schema); err != nil {
+			if _, err := avrocodec.ArrowSchema(schema); err != nil {
 				t.Fatalf("%s: %v", key, err)
 			}
 			for _, kind := range []Kind{Parquet, Avro, JSONLines} {

@@ -24,6 +24,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/hamba/avro/v2/ocf"
 
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -224,7 +225,7 @@ var genericAvro = avro.Config{MaxSliceAllocSize: 1 << 20}.Freeze()
 // took.
 func differential(t *testing.T, opts format.Options, in avro.Schema, out avro.Schema, pick []int, bodies [][]byte) (mapFile, rowFile []byte) {
 	t.Helper()
-	proj, err := format.NewAvroProjection(in, out, pick)
+	proj, err := avrocodec.NewProjection(in, out, pick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func differential(t *testing.T, opts format.Options, in avro.Schema, out avro.Sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := &format.AvroRow{}
+	row := &avrocodec.Row{}
 	// generic returns the row as a map, or the generic path's refusal.
 	generic := func(body []byte) (map[string]any, error) {
 		var v map[string]any
@@ -522,37 +523,6 @@ func TestColumnarSelectMatchesGeneric(t *testing.T) {
 	}
 }
 
-func TestProjectionRefusesOtherTypes(t *testing.T) {
-	s := avro.MustParse(wideSchema)
-	out, _ := selectOf(t, s, [2]string{"s", "x"})
-	if _, err := format.NewAvroProjection(s, out, []int{2}); err == nil {
-		t.Fatal("a string field picked from a long was accepted")
-	}
-	if _, err := format.NewAvroProjection(s, out, []int{99}); err == nil {
-		t.Fatal("a pick out of range was accepted")
-	}
-}
-
-// An array of items that take no bytes is refused with the schema: a
-// count of 2^62 of them, two bytes of record, would be that much work.
-// Items of one byte at least bound the work by the record's size.
-func TestScanBoundsEmptyItems(t *testing.T) {
-	empty := avro.MustParse(`{"type":"record","name":"E","fields":[{"name":"xs","type":{"type":"array","items":{"type":"record","name":"Z","fields":[]}}}]}`)
-	if _, err := format.NewAvroProjection(empty, nil, nil); !errors.Is(err, format.ErrUnboundedItems) || !errors.Is(err, format.ErrUnsupportedSchema) {
-		t.Fatalf("array of empty records: %v", err)
-	}
-	s := avro.MustParse(`{"type":"record","name":"L","fields":[{"name":"xs","type":{"type":"array","items":"boolean"}}]}`)
-	p, err := format.NewAvroProjection(s, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := avroGen{}
-	body := g.long(g.long(nil, math.MaxInt64/2), 0)
-	if err := p.Scan(&format.AvroRow{}, body); !errors.Is(err, format.ErrBadValue) {
-		t.Fatalf("a block of 2^62 booleans in 10 bytes: %v", err)
-	}
-}
-
 // Any bytes: Scan neither panics nor lets a record through that the
 // writers then choke on (a panic in a column decoder would be a scan that
 // accepted too much).
@@ -561,12 +531,12 @@ func FuzzAvroScan(f *testing.F) {
 	for _, b := range bodies {
 		f.Add(b)
 	}
-	proj, err := format.NewAvroProjection(s, nil, nil)
+	proj, err := avrocodec.NewProjection(s, nil, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		row := &format.AvroRow{}
+		row := &avrocodec.Row{}
 		if err := proj.Scan(row, body); err != nil {
 			if !errors.Is(err, format.ErrBadValue) {
 				t.Fatalf("scan error %v does not wrap ErrBadValue", err)
@@ -596,31 +566,4 @@ func FuzzAvroScan(f *testing.F) {
 			}
 		}
 	})
-}
-
-// A record that contains itself (a tree) is refused at once with
-// ErrUnsupportedSchema, by the projection and by the Parquet mapping: no
-// compile that doubles at every level, no endless recursion.
-func TestSelfContainingSchemas(t *testing.T) {
-	s := avro.MustParse(`{"type":"record","name":"Tree","fields":[
-		{"name":"v","type":"long"},
-		{"name":"left","type":["null","Tree"]},
-		{"name":"right","type":["null","Tree"]},
-		{"name":"kids","type":{"type":"array","items":"Tree"}}]}`)
-	if _, err := format.NewAvroProjection(s, nil, nil); !errors.Is(err, format.ErrUnsupportedSchema) {
-		t.Fatalf("projection of a tree: %v", err)
-	}
-	if _, err := format.ArrowSchema(s); !errors.Is(err, format.ErrUnsupportedSchema) {
-		t.Fatalf("Parquet mapping of a tree: %v", err)
-	}
-	// The same named type twice, not nested, is fine.
-	twice := avro.MustParse(`{"type":"record","name":"Pair","fields":[
-		{"name":"a","type":{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}},
-		{"name":"b","type":"P"}]}`)
-	if _, err := format.NewAvroProjection(twice, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := format.ArrowSchema(twice); err != nil {
-		t.Fatal(err)
-	}
 }

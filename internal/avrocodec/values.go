@@ -1,35 +1,30 @@
-package format
+package avrocodec
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"math/big"
 	"reflect"
 	"sort"
 	"time"
+
+	"github.com/hamba/avro/v2"
 )
 
-// ErrBadValue reports a record value that does not fit its schema.
-var ErrBadValue = errors.New("format: value does not fit the schema")
-
-func badValue(path string, v any, want string) error {
-	return fmt.Errorf("%w: field %q: got %T (%v), want %s", ErrBadValue, path, v, clip(v), want)
-}
-
-func clip(v any) string {
-	s := fmt.Sprint(v)
-	if len(s) > 60 {
-		s = s[:60] + "…"
+// UnwrapUnion removes hamba's generic union wrapper {"name": value} from a
+// value of the union branch s: name is s's type name or, for a logical
+// type, "type.logical" (hamba wraps ["null", local-timestamp-micros] so).
+// Any other value is returned as it is.
+func UnwrapUnion(v any, branch avro.Schema) any {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return v
 	}
-	return s
-}
-
-// unwrapUnion removes hamba's generic union wrapper {"typename": value}.
-func unwrapUnion(v any, branch string) any {
-	if m, ok := v.(map[string]any); ok && len(m) == 1 {
-		if inner, ok := m[branch]; ok {
+	if inner, ok := m[TypeName(branch)]; ok {
+		return inner
+	}
+	if ls := Logical(branch); ls != nil {
+		if inner, ok := m[string(branch.Type())+"."+string(ls.Type())]; ok {
 			return inner
 		}
 	}

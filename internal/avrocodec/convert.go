@@ -1,4 +1,4 @@
-package format
+package avrocodec
 
 import (
 	"encoding/json"
@@ -15,78 +15,9 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// scalar is everything the formats know about one Avro scalar type (a
-// primitive, or a logical type over one): its Arrow type (Parquet), the
-// appender that puts a Go value into an Arrow builder, the normalization to
-// the Go type the Avro encoder takes, and the JSON-lines rendering. The
-// structural types (record, array, map, union) are handled where they
-// recurse; a new scalar or logical type is one row of the tables below.
-type scalar struct {
-	// arrow is the Arrow type of s.
-	arrow func(s avro.Schema, path string) (arrow.DataType, error)
-	// append builds the appender of values into a builder of dt (the type
-	// arrow returned).
-	append func(dt arrow.DataType, path string) appendFn
-	// normalize converts a non-nil value for the Avro encoder; nil: as is.
-	normalize func(s avro.Schema, v any, path string) (any, error)
-	// json converts a value for JSON lines; nil: it marshals as it is.
-	json func(s avro.Schema, path string) jsonFn
-}
-
-// logicalScalars win over the primitive they annotate (uuid only on string).
-var logicalScalars = map[avro.LogicalType]scalar{
-	avro.Decimal:              {arrow: decimalArrow, append: appendDecimal, normalize: normalizeDecimal, json: jsonDecimal},
-	avro.UUID:                 {arrow: fixedArrow(extensions.NewUUIDType()), append: appendUUID},
-	avro.Date:                 {arrow: fixedArrow(arrow.FixedWidthTypes.Date32), append: appendDate, normalize: normalizeDate, json: jsonDate},
-	avro.TimeMillis:           {arrow: fixedArrow(arrow.FixedWidthTypes.Time32ms), append: appendTime32, normalize: normalizeTimeOfDay(time.Millisecond)},
-	avro.TimeMicros:           {arrow: fixedArrow(arrow.FixedWidthTypes.Time64us), append: appendTime64, normalize: normalizeTimeOfDay(time.Microsecond)},
-	avro.TimestampMillis:      {arrow: fixedArrow(&arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}), append: appendTimestamp, normalize: normalizeTimestamp(time.Millisecond), json: jsonTimestamp},
-	avro.TimestampMicros:      {arrow: fixedArrow(&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}), append: appendTimestamp, normalize: normalizeTimestamp(time.Microsecond), json: jsonTimestamp},
-	avro.LocalTimestampMillis: {arrow: fixedArrow(&arrow.TimestampType{Unit: arrow.Millisecond}), append: appendTimestamp, normalize: normalizeTimestamp(time.Millisecond), json: jsonTimestamp},
-	avro.LocalTimestampMicros: {arrow: fixedArrow(&arrow.TimestampType{Unit: arrow.Microsecond}), append: appendTimestamp, normalize: normalizeTimestamp(time.Microsecond), json: jsonTimestamp},
-}
-
-var primitiveScalars = map[avro.Type]scalar{
-	avro.Boolean: {arrow: fixedArrow(arrow.FixedWidthTypes.Boolean), append: appendBool},
-	avro.Int:     {arrow: fixedArrow(arrow.PrimitiveTypes.Int32), append: appendInt32, normalize: normalizeInt},
-	avro.Long:    {arrow: fixedArrow(arrow.PrimitiveTypes.Int64), append: appendInt64, normalize: normalizeLong},
-	avro.Float:   {arrow: fixedArrow(arrow.PrimitiveTypes.Float32), append: appendFloat32, normalize: normalizeFloat},
-	avro.Double:  {arrow: fixedArrow(arrow.PrimitiveTypes.Float64), append: appendFloat64, normalize: normalizeDouble},
-	avro.String:  {arrow: fixedArrow(arrow.BinaryTypes.String), append: appendString},
-	avro.Enum:    {arrow: fixedArrow(arrow.BinaryTypes.String), append: appendString},
-	avro.Bytes:   {arrow: fixedArrow(arrow.BinaryTypes.Binary), append: appendBinary, normalize: normalizeBytes},
-	avro.Fixed:   {arrow: fixedSizeArrow, append: appendFixed, normalize: normalizeFixed, json: jsonFixed},
-}
-
-// scalarOf returns the row for s (dereferenced, not a union), or false for
-// a record, array, map, null or an unknown type.
-func scalarOf(s avro.Schema) (scalar, bool) {
-	if ls := logicalOf(s); ls != nil {
-		if sc, ok := logicalScalars[ls.Type()]; ok && (ls.Type() != avro.UUID || s.Type() == avro.String) {
-			return sc, true
-		}
-	}
-	sc, ok := primitiveScalars[s.Type()]
-	return sc, ok
-}
-
-// Arrow types.
-
-func fixedArrow(dt arrow.DataType) func(avro.Schema, string) (arrow.DataType, error) {
-	return func(avro.Schema, string) (arrow.DataType, error) { return dt, nil }
-}
-
-func fixedSizeArrow(s avro.Schema, _ string) (arrow.DataType, error) {
-	return &arrow.FixedSizeBinaryType{ByteWidth: s.(*avro.FixedSchema).Size()}, nil
-}
-
-func decimalArrow(s avro.Schema, path string) (arrow.DataType, error) {
-	d, _ := logicalOf(s).(*avro.DecimalLogicalSchema)
-	if d == nil || d.Precision() < 1 || d.Precision() > 38 {
-		return nil, fmt.Errorf("%w: field %q: decimal precision must be 1..38", ErrUnsupportedSchema, path)
-	}
-	return &arrow.Decimal128Type{Precision: int32(d.Precision()), Scale: int32(d.Scale())}, nil
-}
+// The map path's columns of the scalar table: generic Go values (what
+// hamba/avro or encoding/json decode) into Arrow builders, into the Go
+// types the Avro encoder takes, into JSON.
 
 // Appenders.
 
@@ -94,7 +25,7 @@ func appendBool(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		x, ok := v.(bool)
 		if !ok {
-			return badValue(path, v, "boolean")
+			return BadValue(path, v, "boolean")
 		}
 		b.(*array.BooleanBuilder).Append(x)
 		return nil
@@ -105,7 +36,7 @@ func appendInt32(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		n, ok := toInt64(v)
 		if !ok || n != int64(int32(n)) {
-			return badValue(path, v, "int (32-bit)")
+			return BadValue(path, v, "int (32-bit)")
 		}
 		b.(*array.Int32Builder).Append(int32(n))
 		return nil
@@ -116,7 +47,7 @@ func appendInt64(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		n, ok := toInt64(v)
 		if !ok {
-			return badValue(path, v, "long")
+			return BadValue(path, v, "long")
 		}
 		b.(*array.Int64Builder).Append(n)
 		return nil
@@ -127,7 +58,7 @@ func appendFloat32(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		f, ok := toFloat64(v)
 		if !ok {
-			return badValue(path, v, "float")
+			return BadValue(path, v, "float")
 		}
 		b.(*array.Float32Builder).Append(float32(f))
 		return nil
@@ -138,7 +69,7 @@ func appendFloat64(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		f, ok := toFloat64(v)
 		if !ok {
-			return badValue(path, v, "double")
+			return BadValue(path, v, "double")
 		}
 		b.(*array.Float64Builder).Append(f)
 		return nil
@@ -149,7 +80,7 @@ func appendString(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		x, ok := v.(string)
 		if !ok {
-			return badValue(path, v, "string")
+			return BadValue(path, v, "string")
 		}
 		b.(*array.StringBuilder).Append(x)
 		return nil
@@ -160,7 +91,7 @@ func appendBinary(_ arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		x, ok := toBytes(v)
 		if !ok {
-			return badValue(path, v, "bytes")
+			return BadValue(path, v, "bytes")
 		}
 		b.(*array.BinaryBuilder).Append(x)
 		return nil
@@ -172,7 +103,7 @@ func appendFixed(dt arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		x, ok := toBytes(v)
 		if !ok || len(x) != width {
-			return badValue(path, v, fmt.Sprintf("fixed(%d)", width))
+			return BadValue(path, v, fmt.Sprintf("fixed(%d)", width))
 		}
 		b.(*array.FixedSizeBinaryBuilder).Append(x)
 		return nil
@@ -184,7 +115,7 @@ func appendDecimal(dt arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		u, ok := toUnscaled(v, t.Scale)
 		if !ok || u.BitLen() > 126 {
-			return badValue(path, v, fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale))
+			return BadValue(path, v, fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale))
 		}
 		b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(u))
 		return nil
@@ -202,14 +133,14 @@ func appendDate(_ arrow.DataType, path string) appendFn {
 		if s, ok := v.(string); ok {
 			tm, err := time.Parse(time.DateOnly, s)
 			if err != nil {
-				return badValue(path, v, "date")
+				return BadValue(path, v, "date")
 			}
 			b.(*array.Date32Builder).Append(arrow.Date32(tm.Unix() / 86400))
 			return nil
 		}
 		n, ok := toInt64(v)
 		if !ok {
-			return badValue(path, v, "date")
+			return BadValue(path, v, "date")
 		}
 		b.(*array.Date32Builder).Append(arrow.Date32(n))
 		return nil
@@ -224,7 +155,7 @@ func appendTime32(_ arrow.DataType, path string) appendFn {
 		}
 		n, ok := toInt64(v)
 		if !ok {
-			return badValue(path, v, "time-millis")
+			return BadValue(path, v, "time-millis")
 		}
 		b.(*array.Time32Builder).Append(arrow.Time32(n))
 		return nil
@@ -239,7 +170,7 @@ func appendTime64(_ arrow.DataType, path string) appendFn {
 		}
 		n, ok := toInt64(v)
 		if !ok {
-			return badValue(path, v, "time-micros")
+			return BadValue(path, v, "time-micros")
 		}
 		b.(*array.Time64Builder).Append(arrow.Time64(n))
 		return nil
@@ -254,7 +185,7 @@ func appendTimestamp(dt arrow.DataType, path string) appendFn {
 	return func(b array.Builder, v any) error {
 		tm, ok := toTime(v, unit)
 		if !ok {
-			return badValue(path, v, "timestamp")
+			return BadValue(path, v, "timestamp")
 		}
 		var n int64
 		if unit == time.Millisecond {
@@ -279,12 +210,12 @@ func appendUUID(_ arrow.DataType, path string) appendFn {
 		default:
 			raw, ok := toBytes(v)
 			if !ok || len(raw) != 16 {
-				return badValue(path, v, "uuid")
+				return BadValue(path, v, "uuid")
 			}
 			copy(id[:], raw)
 		}
 		if err != nil {
-			return badValue(path, v, "uuid")
+			return BadValue(path, v, "uuid")
 		}
 		b.(*extensions.UUIDBuilder).Append(id)
 		return nil
@@ -294,13 +225,13 @@ func appendUUID(_ arrow.DataType, path string) appendFn {
 // Normalizers (for the Avro encoder).
 
 func normalizeDecimal(s avro.Schema, v any, path string) (any, error) {
-	d := logicalOf(s).(*avro.DecimalLogicalSchema)
+	d := Logical(s).(*avro.DecimalLogicalSchema)
 	if _, ok := v.(*big.Rat); ok {
 		return v, nil
 	}
 	u, ok := toUnscaled(v, int32(d.Scale()))
 	if !ok {
-		return nil, badValue(path, v, "decimal")
+		return nil, BadValue(path, v, "decimal")
 	}
 	return new(big.Rat).SetFrac(u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Scale())), nil)), nil
 }
@@ -309,7 +240,7 @@ func normalizeTimestamp(unit time.Duration) func(avro.Schema, any, string) (any,
 	return func(_ avro.Schema, v any, path string) (any, error) {
 		t, ok := toTime(v, unit)
 		if !ok {
-			return nil, badValue(path, v, "timestamp")
+			return nil, BadValue(path, v, "timestamp")
 		}
 		return t, nil
 	}
@@ -322,13 +253,13 @@ func normalizeDate(_ avro.Schema, v any, path string) (any, error) {
 	case string:
 		t, err := time.Parse(time.DateOnly, x)
 		if err != nil {
-			return nil, badValue(path, v, "date")
+			return nil, BadValue(path, v, "date")
 		}
 		return t, nil
 	}
 	n, ok := toInt64(v)
 	if !ok {
-		return nil, badValue(path, v, "date")
+		return nil, BadValue(path, v, "date")
 	}
 	return time.Unix(n*86400, 0).UTC(), nil
 }
@@ -347,7 +278,7 @@ func normalizeTimeOfDay(unit time.Duration) func(avro.Schema, any, string) (any,
 func normalizeInt(_ avro.Schema, v any, path string) (any, error) {
 	n, ok := toInt64(v)
 	if !ok || n != int64(int32(n)) {
-		return nil, badValue(path, v, "int")
+		return nil, BadValue(path, v, "int")
 	}
 	return int32(n), nil
 }
@@ -355,7 +286,7 @@ func normalizeInt(_ avro.Schema, v any, path string) (any, error) {
 func normalizeLong(_ avro.Schema, v any, path string) (any, error) {
 	n, ok := toInt64(v)
 	if !ok {
-		return nil, badValue(path, v, "long")
+		return nil, BadValue(path, v, "long")
 	}
 	return n, nil
 }
@@ -363,7 +294,7 @@ func normalizeLong(_ avro.Schema, v any, path string) (any, error) {
 func normalizeFloat(_ avro.Schema, v any, path string) (any, error) {
 	f, ok := toFloat64(v)
 	if !ok {
-		return nil, badValue(path, v, "float")
+		return nil, BadValue(path, v, "float")
 	}
 	return float32(f), nil
 }
@@ -371,7 +302,7 @@ func normalizeFloat(_ avro.Schema, v any, path string) (any, error) {
 func normalizeDouble(_ avro.Schema, v any, path string) (any, error) {
 	f, ok := toFloat64(v)
 	if !ok {
-		return nil, badValue(path, v, "double")
+		return nil, BadValue(path, v, "double")
 	}
 	return f, nil
 }
@@ -380,7 +311,7 @@ func normalizeBytes(_ avro.Schema, v any, path string) (any, error) {
 	if b, ok := toBytes(v); ok {
 		return b, nil
 	}
-	return nil, badValue(path, v, "bytes")
+	return nil, BadValue(path, v, "bytes")
 }
 
 // normalizeFixed turns bytes of the right size into the [n]byte array the
@@ -392,7 +323,7 @@ func normalizeFixed(s avro.Schema, v any, path string) (any, error) {
 	}
 	b, ok := toBytes(v)
 	if !ok || len(b) != n {
-		return nil, badValue(path, v, fmt.Sprintf("fixed(%d)", n))
+		return nil, BadValue(path, v, fmt.Sprintf("fixed(%d)", n))
 	}
 	arr := reflect.New(reflect.ArrayOf(n, reflect.TypeFor[byte]())).Elem()
 	reflect.Copy(arr, reflect.ValueOf(b))
@@ -401,21 +332,21 @@ func normalizeFixed(s avro.Schema, v any, path string) (any, error) {
 
 // JSON renderings.
 
-func jsonDecimal(s avro.Schema, path string) jsonFn {
-	scale := int32(logicalOf(s).(*avro.DecimalLogicalSchema).Scale())
+func jsonDecimal(s avro.Schema, path string) JSONFn {
+	scale := int32(Logical(s).(*avro.DecimalLogicalSchema).Scale())
 	return func(v any) (any, error) {
 		if v == nil {
 			return nil, nil
 		}
 		u, ok := toUnscaled(v, scale)
 		if !ok {
-			return nil, badValue(path, v, "decimal")
+			return nil, BadValue(path, v, "decimal")
 		}
 		return json.Number(ratString(u, scale)), nil
 	}
 }
 
-func jsonDate(avro.Schema, string) jsonFn {
+func jsonDate(avro.Schema, string) JSONFn {
 	return func(v any) (any, error) {
 		if t, ok := v.(time.Time); ok {
 			return t.Format(time.DateOnly), nil
@@ -424,7 +355,7 @@ func jsonDate(avro.Schema, string) jsonFn {
 	}
 }
 
-func jsonTimestamp(avro.Schema, string) jsonFn {
+func jsonTimestamp(avro.Schema, string) JSONFn {
 	return func(v any) (any, error) {
 		if t, ok := v.(time.Time); ok {
 			return t.UTC().Format(time.RFC3339Nano), nil
@@ -433,7 +364,7 @@ func jsonTimestamp(avro.Schema, string) jsonFn {
 	}
 }
 
-func jsonFixed(avro.Schema, string) jsonFn {
+func jsonFixed(avro.Schema, string) JSONFn {
 	return func(v any) (any, error) {
 		if b, ok := toBytes(v); ok {
 			return b, nil

@@ -1,4 +1,4 @@
-package format
+package avrocodec
 
 import (
 	"fmt"
@@ -9,8 +9,52 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
+// The map path: generic values (a map[string]any record, as hamba/avro or
+// encoding/json decode it) into Arrow builders.
+
 // appendFn appends one value (nil for null) to a builder.
 type appendFn func(b array.Builder, v any) error
+
+// Appenders puts the fields of generic records into the builders of a
+// record's top-level columns. It is not safe for concurrent use.
+type Appenders struct {
+	puts  []func(v any) error // per field, bound to its builder
+	names []string
+}
+
+// NewAppenders compiles the appenders of the fields of rec into builders,
+// one per field, of the types ArrowSchema(rec) gives (more builders, as
+// for metadata columns, are left alone).
+func NewAppenders(rec *avro.RecordSchema, builders []array.Builder) (*Appenders, error) {
+	as, err := ArrowSchema(rec)
+	if err != nil {
+		return nil, err
+	}
+	fns, err := compileRecord(rec, as.Fields(), "")
+	if err != nil {
+		return nil, err
+	}
+	if len(builders) < len(fns) {
+		return nil, fmt.Errorf("avrocodec: appenders: %d builders for %d fields", len(builders), len(fns))
+	}
+	a := &Appenders{puts: make([]func(any) error, len(fns)), names: fieldNames(rec)}
+	for i, fn := range fns {
+		a.puts[i] = bindAppender(builders[i], fn)
+	}
+	return a, nil
+}
+
+// Append puts the fields of value (a missing one is null) into the
+// builders. A value that does not fit is an error wrapping ErrBadValue;
+// the builders then hold part of the record (the caller drops it).
+func (a *Appenders) Append(value map[string]any) error {
+	for i, put := range a.puts {
+		if err := put(value[a.names[i]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // compileRecord builds one appender per field of an Avro record whose Arrow
 // mapping is fields (from recordFields).
@@ -27,16 +71,16 @@ func compileRecord(rec *avro.RecordSchema, fields []arrow.Field, prefix string) 
 }
 
 func compile(s avro.Schema, dt arrow.DataType, nullable bool, path string) (appendFn, error) {
-	s = deref(s)
-	branch := ""
+	s = Deref(s)
+	var branch avro.Schema // nil: no wrapper to remove
 	if u, ok := s.(*avro.UnionSchema); ok {
-		b, _, err := nonNull(u, path)
+		b, _, err := NonNull(u, path)
 		if err != nil {
 			return nil, err
 		}
-		s = deref(b)
+		s = Deref(b)
 		if s.Type() != avro.Map {
-			branch = typeName(s)
+			branch = s
 		}
 	}
 	inner, err := compileValue(s, dt, path)
@@ -44,8 +88,8 @@ func compile(s avro.Schema, dt arrow.DataType, nullable bool, path string) (appe
 		return nil, err
 	}
 	return func(b array.Builder, v any) error {
-		if branch != "" {
-			v = unwrapUnion(v, branch)
+		if branch != nil {
+			v = UnwrapUnion(v, branch)
 		}
 		if v == nil {
 			if !nullable {
@@ -76,7 +120,7 @@ func compileValue(s avro.Schema, dt arrow.DataType, path string) (appendFn, erro
 		return func(b array.Builder, v any) error {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return badValue(path, v, "record (map[string]any)")
+				return BadValue(path, v, "record (map[string]any)")
 			}
 			sb := b.(*array.StructBuilder)
 			sb.Append(true)
@@ -111,7 +155,7 @@ func compileValue(s avro.Schema, dt arrow.DataType, path string) (appendFn, erro
 					}
 				}
 			default:
-				return badValue(path, v, "array ([]any)")
+				return BadValue(path, v, "array ([]any)")
 			}
 			return nil
 		}, nil
@@ -124,7 +168,7 @@ func compileValue(s avro.Schema, dt arrow.DataType, path string) (appendFn, erro
 		return func(b array.Builder, v any) error {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return badValue(path, v, "map (map[string]any)")
+				return BadValue(path, v, "map (map[string]any)")
 			}
 			mb := b.(*array.MapBuilder)
 			mb.Append(true)

@@ -1,4 +1,4 @@
-package format
+package avrocodec
 
 import (
 	"encoding/json"

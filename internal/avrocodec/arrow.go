@@ -1,17 +1,12 @@
-package format
+package avrocodec
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/hamba/avro/v2"
 )
-
-// ErrUnsupportedSchema reports an Avro schema (or part of one) that has no
-// faithful Parquet/Arrow equivalent.
-var ErrUnsupportedSchema = errors.New("format: unsupported schema")
 
 // ArrowSchema maps an Avro record schema to an Arrow schema, as Parquet
 // files are written:
@@ -34,7 +29,7 @@ func ArrowSchema(s avro.Schema) (*arrow.Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, s.Type())
 	}
-	if name, ok := selfContaining(s); ok {
+	if name, ok := SelfContaining(s); ok {
 		return nil, fmt.Errorf("%w: record %s contains itself: a Parquet schema is a finite tree", ErrUnsupportedSchema, name)
 	}
 	fields, err := recordFields(rec, "")
@@ -59,7 +54,7 @@ func recordFields(rec *avro.RecordSchema, prefix string) ([]arrow.Field, error) 
 
 // nonNull returns the one non-null branch of a union and whether the union
 // admits null.
-func nonNull(u *avro.UnionSchema, path string) (avro.Schema, bool, error) {
+func NonNull(u *avro.UnionSchema, path string) (avro.Schema, bool, error) {
 	var branch avro.Schema
 	nullable := false
 	for _, t := range u.Types() {
@@ -84,20 +79,20 @@ func nonNullNames(u *avro.UnionSchema) []string {
 	var q []string
 	for _, t := range u.Types() {
 		if t.Type() != avro.Null {
-			q = append(q, fmt.Sprintf("%q", typeName(t)))
+			q = append(q, fmt.Sprintf("%q", TypeName(t)))
 		}
 	}
 	return q
 }
 
-func typeName(s avro.Schema) string {
+func TypeName(s avro.Schema) string {
 	if n, ok := s.(avro.NamedSchema); ok {
 		return n.FullName()
 	}
 	return string(s.Type())
 }
 
-func deref(s avro.Schema) avro.Schema {
+func Deref(s avro.Schema) avro.Schema {
 	for {
 		r, ok := s.(*avro.RefSchema)
 		if !ok {
@@ -107,7 +102,7 @@ func deref(s avro.Schema) avro.Schema {
 	}
 }
 
-func logicalOf(s avro.Schema) avro.LogicalSchema {
+func Logical(s avro.Schema) avro.LogicalSchema {
 	if l, ok := s.(avro.LogicalTypeSchema); ok {
 		return l.Logical()
 	}
@@ -115,14 +110,14 @@ func logicalOf(s avro.Schema) avro.LogicalSchema {
 }
 
 func arrowType(s avro.Schema, path string) (arrow.DataType, bool, error) {
-	s = deref(s)
+	s = Deref(s)
 	nullable := false
 	if u, ok := s.(*avro.UnionSchema); ok {
-		b, n, err := nonNull(u, path)
+		b, n, err := NonNull(u, path)
 		if err != nil {
 			return nil, false, err
 		}
-		s, nullable = deref(b), n
+		s, nullable = Deref(b), n
 	}
 	if sc, ok := scalarOf(s); ok {
 		dt, err := sc.arrow(s, path)
@@ -158,11 +153,11 @@ func arrowType(s avro.Schema, path string) (arrow.DataType, bool, error) {
 // selfContaining returns the name of a record that contains itself
 // (directly or through other types), if s has one. Each named type is
 // explored once.
-func selfContaining(s avro.Schema) (string, bool) {
+func SelfContaining(s avro.Schema) (string, bool) {
 	open, done := map[string]bool{}, map[string]bool{}
 	var walk func(s avro.Schema) (string, bool)
 	walk = func(s avro.Schema) (string, bool) {
-		s = deref(s)
+		s = Deref(s)
 		switch t := s.(type) {
 		case *avro.RecordSchema:
 			name := t.FullName()

@@ -1,4 +1,4 @@
-package format
+package avrocodec
 
 import (
 	"fmt"
@@ -15,10 +15,9 @@ import (
 // types a query over Parquet files of the same schema sees. It is not safe
 // for concurrent use.
 type RecordBuilder struct {
-	rb    *array.RecordBuilder
-	puts  []func(v any) error
-	names []string
-	n     int
+	rb   *array.RecordBuilder
+	apps *Appenders
+	n    int
 }
 
 // NewRecordBuilder returns a builder for records of the Avro record schema s.
@@ -27,17 +26,13 @@ func NewRecordBuilder(mem memory.Allocator, s avro.Schema) (*RecordBuilder, erro
 	if err != nil {
 		return nil, err
 	}
-	rec := s.(*avro.RecordSchema)
-	fns, err := compileRecord(rec, as.Fields(), "")
+	rb := array.NewRecordBuilder(mem, as)
+	apps, err := NewAppenders(s.(*avro.RecordSchema), rb.Fields())
 	if err != nil {
+		rb.Release()
 		return nil, err
 	}
-	b := &RecordBuilder{rb: array.NewRecordBuilder(mem, as), names: fieldNames(rec)}
-	b.puts = make([]func(any) error, len(fns))
-	for i, fn := range fns {
-		b.puts[i] = bindAppender(b.rb.Field(i), fn)
-	}
-	return b, nil
+	return &RecordBuilder{rb: rb, apps: apps}, nil
 }
 
 // Schema returns the Arrow schema of the built records.
@@ -47,10 +42,8 @@ func (b *RecordBuilder) Schema() *arrow.Schema { return b.rb.Schema() }
 // wrapping ErrBadValue; the builder then holds a partial record and must
 // be released, not used further.
 func (b *RecordBuilder) Append(value map[string]any) error {
-	for i, put := range b.puts {
-		if err := put(value[b.names[i]]); err != nil {
-			return fmt.Errorf("record %d: %w", b.n, err)
-		}
+	if err := b.apps.Append(value); err != nil {
+		return fmt.Errorf("record %d: %w", b.n, err)
 	}
 	b.n++
 	return nil
