@@ -29,7 +29,7 @@ all: build
 # HDFS client import) and DuckDB's cgo bindings (DuckDB itself is a prebuilt
 # static library, only linked). Later builds take seconds.
 build:
-	@echo "build: $(BIN) (go build -tags $(GOTAGS)): a first build compiles ~550 packages (Go's standard library, Apache Arrow's Parquet writer, franz-go, DuckDB's bindings) and takes about 3 minutes on 2 cores; later ones take seconds"
+	@echo "build: $(BIN) (go build -tags $(GOTAGS)): a first build compiles ~550 packages (Go's standard library, Apache Arrow's Parquet writer, franz-go, DuckDB's bindings) and takes 3 to 5 minutes on 2 cores; later ones take seconds"
 	@start=$$(date +%s); $(GO) build -tags $(GOTAGS) -o $(BIN) ./cmd/sluice && echo "build: $(BIN) ready in $$(( $$(date +%s) - start ))s"
 
 vet: fmt-check
