@@ -2,7 +2,8 @@
 // starts a real single-node KRaft Apache Kafka broker from the jars that
 // `make deps-kafka` puts under testdata/.cache/kafka/lib, runs kcat and the
 // Java console producer / consumer, and builds and starts the sluice broker
-// binary.
+// binary (a broker inside the test process is testdata/harness/sluice's
+// StartBroker).
 //
 //	test ──► SharedKafka(t) ───► java kafka.Kafka (KRaft, loopback ports, temp dir)
 //	     ──► StartSluice(t)  ───► go build ./cmd/sluice (once) ─► sluice broker --listen 127.0.0.1:0
