@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // ClientOptions are the franz-go options a Reader's client needs: Fetch is
@@ -34,6 +36,9 @@ type ReaderOptions struct {
 	// RetryFor bounds how long retriable errors (leader moves, a broker
 	// restarting) are retried with backoff (default 60s).
 	RetryFor time.Duration
+	// Clock times RetryFor and the backoff between retries (nil =
+	// clock.Real).
+	Clock clock.Clock
 }
 
 // Reader reads the records of one split in offset order. It is not safe
@@ -63,6 +68,7 @@ func NewReader(cl *kgo.Client, split Split, opts ReaderOptions) (*Reader, error)
 	if opts.RetryFor <= 0 {
 		opts.RetryFor = 60 * time.Second
 	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	return &Reader{cl: cl, split: split, opts: opts, pos: split.Start, leader: -1, decomp: kgo.DefaultDecompressor()}, nil
 }
 
@@ -99,17 +105,17 @@ func (r *Reader) Next(ctx context.Context) (records []*kgo.Record, done bool, er
 			return nil, false, err
 		}
 		if retryUntil.IsZero() {
-			retryUntil = time.Now().Add(r.opts.RetryFor)
-		} else if time.Now().After(retryUntil) {
+			retryUntil = r.opts.Clock.Now().Add(r.opts.RetryFor)
+		} else if r.opts.Clock.Now().After(retryUntil) {
 			return nil, false, fmt.Errorf("inputformat: reading %s at offset %d: gave up after %s: %w", r.split, r.pos, r.opts.RetryFor, err)
 		}
 		r.leader = -1
-		t := time.NewTimer(backoff)
+		t := r.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, false, ctx.Err()
-		case <-t.C:
+		case <-t.C():
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}

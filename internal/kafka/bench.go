@@ -12,21 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
-
-// Clock is the time source of the benchmarks (time is an input).
-type Clock interface {
-	Now() time.Time
-	Sleep(d time.Duration)
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time        { return time.Now() }
-func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
-
-// WallClock is the real clock.
-var WallClock Clock = wallClock{}
 
 // BenchResult is a benchmark's final figures. Latencies are in milliseconds;
 // MB is 2^20 bytes, as in Kafka's perf tools.
@@ -85,8 +73,9 @@ type ProducerBenchOptions struct {
 	Partitions int32
 	// ReportInterval between progress lines (default 5s).
 	ReportInterval time.Duration
-	// Clock defaults to WallClock.
-	Clock Clock
+	// Clock times the run, its progress lines and the throttle (nil =
+	// clock.Real).
+	Clock clock.Clock
 }
 
 // window accumulates the progress of one report interval and the run.
@@ -159,10 +148,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	if opts.Partitions < 0 {
 		return BenchResult{}, badInput("--partitions must be >= 0")
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = WallClock
-	}
+	clk := clock.OrReal(opts.Clock)
 	interval := opts.ReportInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
@@ -195,36 +181,37 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	reporter.Add(1)
 	go func() {
 		defer reporter.Done()
-		t := time.NewTicker(interval)
+		t := clk.NewTimer(interval)
 		defer t.Stop()
-		last := clock.Now()
+		last := clk.Now()
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
-				now := clock.Now()
+			case <-t.C():
+				now := clk.Now()
 				w.report(progress, now.Sub(last))
 				last = now
+				t.Reset(interval)
 			}
 		}
 	}()
 
-	start := clock.Now()
+	start := clk.Now()
 	for i := int64(0); i < opts.Records; i++ {
 		if ctx.Err() != nil {
 			break
 		}
 		if opts.Throughput > 0 {
 			// Like Kafka's ThroughputThrottler: sleep while ahead of the target.
-			ahead := time.Duration(float64(i)/opts.Throughput*float64(time.Second)) - clock.Now().Sub(start)
+			ahead := time.Duration(float64(i)/opts.Throughput*float64(time.Second)) - clk.Now().Sub(start)
 			if ahead > time.Millisecond {
-				clock.Sleep(ahead)
+				throttle(ctx, clk, ahead)
 			}
 		}
-		sent := clock.Now()
+		sent := clk.Now()
 		cl.Produce(ctx, &kgo.Record{Value: payload}, func(_ *kgo.Record, err error) {
-			w.add(len(payload), clock.Now().Sub(sent), err)
+			w.add(len(payload), clk.Now().Sub(sent), err)
 		})
 		w.mu.Lock()
 		failed := w.err
@@ -234,7 +221,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		}
 	}
 	flushErr := cl.Flush(ctx)
-	elapsed := clock.Now().Sub(start)
+	elapsed := clk.Now().Sub(start)
 	close(done)
 	reporter.Wait()
 
@@ -258,6 +245,16 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	return res, nil
 }
 
+// throttle waits d on clk, or until ctx is done.
+func throttle(ctx context.Context, clk clock.Clock, d time.Duration) {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
+	}
+}
+
 // ConsumerBenchOptions configures ConsumerBench.
 type ConsumerBenchOptions struct {
 	// Bootstrap is a comma-separated HOST:PORT list.
@@ -270,8 +267,9 @@ type ConsumerBenchOptions struct {
 	Timeout time.Duration
 	// ReportInterval between progress lines (default 5s).
 	ReportInterval time.Duration
-	// Clock defaults to WallClock.
-	Clock Clock
+	// Clock times the run, its progress lines and the throttle (nil =
+	// clock.Real).
+	Clock clock.Clock
 }
 
 // ConsumerBench reads Records records from the start of every partition
@@ -289,10 +287,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	if err != nil {
 		return BenchResult{}, err
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = WallClock
-	}
+	clk := clock.OrReal(opts.Clock)
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -327,7 +322,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	defer cl.Close()
 
 	var res BenchResult
-	start := clock.Now()
+	start := clk.Now()
 	last, lastN, lastB := start, int64(0), int64(0)
 	for res.Records < opts.Records {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
@@ -343,7 +338,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 			}
 		})
 		if fetches.NumRecords() == 0 && ferr != nil {
-			res.Elapsed = clock.Now().Sub(start)
+			res.Elapsed = clk.Now().Sub(start)
 			if errors.Is(ferr, context.DeadlineExceeded) {
 				return res, fmt.Errorf("kafka: no record for %s after %d of %d records", timeout, res.Records, opts.Records)
 			}
@@ -353,13 +348,13 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 			res.Records++
 			res.Bytes += int64(len(r.Value) + len(r.Key))
 		})
-		if now := clock.Now(); now.Sub(last) >= interval {
+		if now := clk.Now(); now.Sub(last) >= interval {
 			s := now.Sub(last).Seconds()
 			fmt.Fprintf(progress, "%d records received, %.1f records/sec (%.2f MB/sec).\n",
 				res.Records-lastN, float64(res.Records-lastN)/s, float64(res.Bytes-lastB)/(1<<20)/s)
 			last, lastN, lastB = now, res.Records, res.Bytes
 		}
 	}
-	res.Elapsed = clock.Now().Sub(start)
+	res.Elapsed = clk.Now().Sub(start)
 	return res, nil
 }

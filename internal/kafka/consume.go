@@ -62,142 +62,189 @@ func ParseFrom(s string) (kgo.Offset, error) {
 // Consume reads records and writes them to out through the format. It
 // returns how many records it wrote.
 func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, error) {
-	if opts.Topic == "" {
-		return 0, badInput("--topic is required")
-	}
-	if opts.Max < 0 {
-		return 0, badInput("--max must be >= 0, got %d", opts.Max)
-	}
-	seeds, err := SplitBootstrap(opts.Bootstrap)
+	seeds, from, format, err := parseConsume(opts)
 	if err != nil {
 		return 0, err
 	}
-	from, err := ParseFrom(opts.From)
-	if err != nil {
-		return 0, err
-	}
-	format, err := ParseFormat(opts.Format)
-	if err != nil {
-		return 0, err
-	}
-	if opts.Group != "" && len(opts.Partitions) > 0 {
-		return 0, badInput("--group and --partition exclude each other")
-	}
-
-	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return 0, fmt.Errorf("kafka: client: %w", err)
-	}
-	adm := kadm.NewClient(meta)
-	partitions, remaining, err := plan(ctx, adm, opts, from)
-	meta.Close()
+	partitions, remaining, err := planConsume(ctx, seeds, opts, from)
 	if err != nil {
 		return 0, err
 	}
 	if opts.ExitAtEnd && len(remaining) == 0 {
 		return 0, nil
 	}
-
-	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond)}
-	if opts.Group != "" {
-		kopts = append(kopts, kgo.ConsumerGroup(opts.Group), kgo.ConsumeTopics(opts.Topic),
-			kgo.ConsumeResetOffset(from), kgo.DisableAutoCommit())
-	} else {
-		assign := make(map[int32]kgo.Offset, len(partitions))
-		for _, p := range partitions {
-			assign[p] = from
-		}
-		kopts = append(kopts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	}
-	cl, err := kgo.NewClient(kopts...)
+	cl, err := kgo.NewClient(consumeClientOptions(opts, seeds, from, partitions)...)
 	if err != nil {
 		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
-	// printed is, per partition, the offset after the last record written
-	// out: what a group commits (a poll may return more than --max allows).
-	printed := map[int32]kgo.EpochOffset{}
-	commit := func() {
-		if opts.Group == "" || len(printed) == 0 {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{opts.Topic: printed}, nil)
-	}
+	c := &consumer{opts: opts, cl: cl, format: format, remaining: remaining, printed: map[int32]kgo.EpochOffset{}}
 	defer func() {
-		commit()
+		c.commit()
 		cl.Close()
 	}()
+	c.progress = StartProgress(opts.Progress, "consumed", opts.ProgressInterval)
+	defer c.progress.Stop()
+	c.out = bufio.NewWriterSize(out, 64<<10)
+	defer c.out.Flush()
+	return c.run(ctx)
+}
 
-	progress := StartProgress(opts.Progress, "consumed", opts.ProgressInterval)
-	defer progress.Stop()
-	bw := bufio.NewWriterSize(out, 64<<10)
-	defer bw.Flush()
-	var (
-		n   int64
-		buf []byte
-	)
+// parseConsume checks the options and parses the bootstrap list, --from
+// and --format.
+func parseConsume(opts ConsumeOptions) (seeds []string, from kgo.Offset, format Formatter, err error) {
+	if opts.Topic == "" {
+		return nil, from, nil, badInput("--topic is required")
+	}
+	if opts.Max < 0 {
+		return nil, from, nil, badInput("--max must be >= 0, got %d", opts.Max)
+	}
+	if seeds, err = SplitBootstrap(opts.Bootstrap); err != nil {
+		return nil, from, nil, err
+	}
+	if from, err = ParseFrom(opts.From); err != nil {
+		return nil, from, nil, err
+	}
+	if format, err = ParseFormat(opts.Format); err != nil {
+		return nil, from, nil, err
+	}
+	if opts.Group != "" && len(opts.Partitions) > 0 {
+		return nil, from, nil, badInput("--group and --partition exclude each other")
+	}
+	return seeds, from, format, nil
+}
+
+// planConsume runs plan on a metadata client of its own.
+func planConsume(ctx context.Context, seeds []string, opts ConsumeOptions, from kgo.Offset) ([]int32, map[int32]int64, error) {
+	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: client: %w", err)
+	}
+	defer meta.Close()
+	return plan(ctx, kadm.NewClient(meta), opts, from)
+}
+
+// consumeClientOptions are the options of the consuming client: a group
+// member with manual commits, or direct assignment of partitions.
+func consumeClientOptions(opts ConsumeOptions, seeds []string, from kgo.Offset, partitions []int32) []kgo.Opt {
+	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond)}
+	if opts.Group != "" {
+		return append(kopts, kgo.ConsumerGroup(opts.Group), kgo.ConsumeTopics(opts.Topic),
+			kgo.ConsumeResetOffset(from), kgo.DisableAutoCommit())
+	}
+	assign := make(map[int32]kgo.Offset, len(partitions))
+	for _, p := range partitions {
+		assign[p] = from
+	}
+	return append(kopts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+}
+
+// consumer is one Consume call's state: it polls, writes records out and
+// commits what it wrote. Used by one goroutine.
+type consumer struct {
+	opts     ConsumeOptions
+	cl       *kgo.Client
+	format   Formatter
+	out      *bufio.Writer
+	progress *Progress
+	// remaining is, for ExitAtEnd, each partition's end offset not reached yet.
+	remaining map[int32]int64
+	// printed is, per partition, the offset after the last record written
+	// out: what a group commits (a poll may return more than --max allows).
+	printed map[int32]kgo.EpochOffset
+	n       int64 // records written
+	buf     []byte
+}
+
+// commit commits the printed offsets when consuming in a group.
+func (c *consumer) commit() {
+	if c.opts.Group == "" || len(c.printed) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{c.opts.Topic: c.printed}, nil)
+}
+
+// run polls until --max, the end (ExitAtEnd), an idle --timeout, the
+// client's close or an error.
+func (c *consumer) run(ctx context.Context) (int64, error) {
 	for {
-		pollCtx, cancel := ctx, context.CancelFunc(func() {})
-		if opts.Timeout > 0 {
-			pollCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		}
-		fetches := cl.PollFetches(pollCtx)
-		cancel()
+		fetches := c.poll(ctx)
 		if ctx.Err() != nil {
-			return n, ctx.Err()
+			return c.n, ctx.Err()
 		}
 		if fetches.IsClientClosed() {
-			return n, nil
+			return c.n, nil
 		}
-		idle := false
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				idle = true
-				return
-			}
-			if ferr == nil {
-				ferr = fmt.Errorf("kafka: fetch %s[%d]: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return n, ferr
+		idle, err := fetchErrors(fetches)
+		if err != nil {
+			return c.n, err
 		}
-		stop := false
-		fetches.EachRecord(func(r *kgo.Record) {
-			if stop {
-				return
-			}
-			buf = format.Format(buf[:0], r)
-			if err := writeAll(bw, buf); err != nil && ferr == nil {
-				ferr = fmt.Errorf("kafka: write output: %w", err)
-			}
-			n++
-			progress.Add(1, int64(len(r.Key)+len(r.Value)))
-			printed[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
-			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
-				delete(remaining, r.Partition)
-			}
-			if opts.Max > 0 && n >= opts.Max {
-				stop = true
-			}
-		})
-		if ferr != nil {
-			return n, ferr
+		stop, err := c.write(fetches)
+		if err != nil {
+			return c.n, err
 		}
-		if stop || (opts.ExitAtEnd && len(remaining) == 0) {
-			return n, bw.Flush()
+		if stop || (c.opts.ExitAtEnd && len(c.remaining) == 0) {
+			return c.n, c.out.Flush()
 		}
 		if idle && fetches.NumRecords() == 0 {
-			return n, bw.Flush()
+			return c.n, c.out.Flush()
 		}
-		if err := bw.Flush(); err != nil {
-			return n, fmt.Errorf("kafka: write output: %w", err)
+		if err := c.out.Flush(); err != nil {
+			return c.n, fmt.Errorf("kafka: write output: %w", err)
 		}
-		commit()
+		c.commit()
 	}
+}
+
+// poll waits for the next fetches, at most --timeout when set.
+func (c *consumer) poll(ctx context.Context) kgo.Fetches {
+	if c.opts.Timeout <= 0 {
+		return c.cl.PollFetches(ctx)
+	}
+	pollCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	return c.cl.PollFetches(pollCtx)
+}
+
+// fetchErrors returns the first fetch error; idle reports a poll that ended
+// by its deadline or cancellation.
+func fetchErrors(fetches kgo.Fetches) (idle bool, err error) {
+	fetches.EachError(func(t string, p int32, ferr error) {
+		if errors.Is(ferr, context.DeadlineExceeded) || errors.Is(ferr, context.Canceled) {
+			idle = true
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("kafka: fetch %s[%d]: %w", t, p, ferr)
+		}
+	})
+	return idle, err
+}
+
+// write formats the fetched records out up to --max; stop reports that
+// --max was reached.
+func (c *consumer) write(fetches kgo.Fetches) (stop bool, err error) {
+	fetches.EachRecord(func(r *kgo.Record) {
+		if stop {
+			return
+		}
+		c.buf = c.format.Format(c.buf[:0], r)
+		if werr := writeAll(c.out, c.buf); werr != nil && err == nil {
+			err = fmt.Errorf("kafka: write output: %w", werr)
+		}
+		c.n++
+		c.progress.Add(1, int64(len(r.Key)+len(r.Value)))
+		c.printed[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+		if end, ok := c.remaining[r.Partition]; ok && r.Offset+1 >= end {
+			delete(c.remaining, r.Partition)
+		}
+		if c.opts.Max > 0 && c.n >= c.opts.Max {
+			stop = true
+		}
+	})
+	return stop, err
 }
 
 // plan resolves the partitions to read and, for ExitAtEnd, each partition's
