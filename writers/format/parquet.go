@@ -223,6 +223,15 @@ func (p *parquetWriter) buffered() int64 {
 	return n
 }
 
+// Buffered estimates the bytes of the rows not yet written (buffered);
+// writers.MemoryBudget adds them up over a process's open files.
+func (p *parquetWriter) Buffered() int64 { return p.buffered() }
+
+// FlushBuffered writes the buffered rows now, as a row group shorter than
+// RowGroupRows (a writers.MemoryBudget asks it of the file that buffers
+// the most).
+func (p *parquetWriter) FlushBuffered() error { return p.flush() }
+
 // parquetAvro is a projection compiled against the writer's columns.
 type parquetAvro struct {
 	cols   []colFn  // per Out field, into its top-level builder
