@@ -56,6 +56,7 @@ type SplitWriter struct {
 	cfg     Config
 	split   Split
 	open    map[string]*openFile // by partition directory
+	recent  *openFile            // the file of the last record, if still open
 	done    []File
 	last    int64
 	seq     int
@@ -261,6 +262,9 @@ func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
 // fileFor returns the open file of dir for records of schema, rotating
 // one of another schema.
 func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*openFile, error) {
+	if of := w.recent; of != nil && of.dir == dir && of.schema == schema {
+		return of, nil // records arrive roughly in time order: mostly the same file
+	}
 	of := w.open[dir]
 	if of != nil && !sameSchema(of, schema) {
 		if err := w.closeFile(of); err != nil {
@@ -274,6 +278,7 @@ func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*op
 			return nil, err
 		}
 	}
+	w.recent = of
 	return of, nil
 }
 
@@ -348,6 +353,9 @@ func (w *SplitWriter) shut(of *openFile) error {
 
 func (w *SplitWriter) closeFile(of *openFile) error {
 	delete(w.open, of.dir)
+	if w.recent == of {
+		w.recent = nil
+	}
 	if err := w.shut(of); err != nil {
 		return fmt.Errorf("writers: closing %s: %w", of.temp, err)
 	}
@@ -409,6 +417,7 @@ func (w *SplitWriter) abortOpen() {
 		w.shut(of)
 	}
 	w.open = map[string]*openFile{}
+	w.recent = nil
 }
 
 // Abort gives the attempt up and deletes its temporaries (see
