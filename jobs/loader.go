@@ -51,6 +51,11 @@ type Options struct {
 	// mapper sees it, even where the columnar path would take it (Avro
 	// values with identity, where or select). Slower; for comparing the two.
 	MapPath bool
+	// MemoryBudget bounds the rows that the open files of the loader's
+	// tasks buffer in memory, all together (see writers.MemoryBudget);
+	// loaders given the same budget share it. Nil: a budget of
+	// writers.DefaultMemoryBudget for this loader.
+	MemoryBudget *writers.MemoryBudget
 	// LockLease is how long the job lock lasts unless renewed (default 1
 	// minute; renewed every third): a run killed without releasing it
 	// blocks the job's next run on another machine for at most this long.
@@ -105,6 +110,9 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 		opts.Store.Logger = opts.Logger
 	}
 	opts.Reader.ReadCommitted = spec.Source.Isolation == ReadCommitted
+	if opts.MemoryBudget == nil {
+		opts.MemoryBudget = writers.NewMemoryBudget(writers.DefaultMemoryBudget)
+	}
 	l := &Loader{spec: spec, opts: opts, log: opts.Logger, fingerprint: SpecFingerprint(spec)}
 	var err error
 	if l.part, err = writers.NewPartitioner(writers.Granularity(spec.Partition.By), spec.Partition.TimeField, spec.Partition.Timezone); err != nil {

@@ -163,7 +163,7 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	for try := 0; ; try++ {
 		w, err = writers.NewSplitWriter(l.store, s,
 			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0)}) // keepAlive below, after every fetch
+				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget}) // keepAlive below, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {

@@ -122,8 +122,24 @@ func BenchmarkWriteAvro(b *testing.B) {
 		{Kind: format.JSONLines, Compression: "zstd", MetadataColumns: true},
 	}
 	const maxDistinct = 1 << 20
+	type benchCase struct {
+		opts   format.Options
+		budget int64
+	}
+	var cases []benchCase
 	for _, opts := range formats {
-		b.Run(fmt.Sprintf("%s-%s/local", opts.Kind, opts.Compression), func(b *testing.B) {
+		cases = append(cases, benchCase{opts: opts})
+	}
+	// The Parquet case again under the loader's default memory budget
+	// (row groups cut at the budget instead of at RowGroupRows).
+	cases = append(cases, benchCase{opts: formats[0], budget: DefaultMemoryBudget})
+	for _, c := range cases {
+		opts := c.opts
+		name := fmt.Sprintf("%s-%s/local", opts.Kind, opts.Compression)
+		if c.budget > 0 {
+			name += fmt.Sprintf("/budget-%dMiB", c.budget>>20)
+		}
+		b.Run(name, func(b *testing.B) {
 			fs := localFS(b)
 			records, metas := benchPageViews(min(b.N, maxDistinct))
 			// One arena of bodies and plain timestamps: the live heap holds
@@ -157,7 +173,11 @@ func BenchmarkWriteAvro(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			start := time.Now()
-			w, err := NewSplitWriter(store, split, Config{Format: opts, Partitioner: part, MaxRecords: 2_000_000})
+			var budget *MemoryBudget
+			if c.budget > 0 {
+				budget = NewMemoryBudget(c.budget)
+			}
+			w, err := NewSplitWriter(store, split, Config{Format: opts, Partitioner: part, MaxRecords: 2_000_000, Budget: budget})
 			if err != nil {
 				b.Fatal(err)
 			}

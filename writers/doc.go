@@ -148,7 +148,19 @@
 //
 // A Store is safe for concurrent use by attempts of different or equal
 // splits (exclusivity comes from the file system); a SplitWriter is used by
-// one goroutine. The package holds no locks across file-system calls.
+// one goroutine. The package holds no locks across file-system calls but
+// one: SplitWriters sharing a MemoryBudget (Config.Budget) may write each
+// other's buffered rows out, so each open file has a lock, held by its
+// writer for a record and by a budget flush for the row group it writes.
+// A file's lock and the budget's are never held together.
+//
+// # Memory
+//
+// A Parquet file buffers the rows of its next row group (up to
+// format.Options.RowGroupRows). A MemoryBudget bounds what all the open
+// files sharing it buffer: past its limit, the file that buffers the most
+// writes a row group early. The loader shares one among its tasks
+// (writers.DefaultMemoryBudget unless jobs.Options says otherwise).
 //
 // # Example
 //

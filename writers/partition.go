@@ -38,11 +38,16 @@ var DefaultTimeRange = TimeRange{
 // Check returns nil when t lies in r, else an error wrapping ErrTimeRange
 // that says what the time was (what: `time field "ts"`).
 func (r TimeRange) Check(what string, t time.Time) error {
-	if (!r.Min.IsZero() && t.Before(r.Min)) || (!r.Max.IsZero() && t.After(r.Max)) {
+	if !r.contains(t) {
 		return fmt.Errorf("%w: %s is %s, outside [%s, %s]", ErrTimeRange, what,
 			t.UTC().Format(time.RFC3339Nano), r.Min.UTC().Format(time.RFC3339Nano), r.Max.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
+}
+
+// contains reports whether t lies in r.
+func (r TimeRange) contains(t time.Time) bool {
+	return (r.Min.IsZero() || !t.Before(r.Min)) && (r.Max.IsZero() || !t.After(r.Max))
 }
 
 // Granularity of time partitions.
@@ -111,10 +116,19 @@ func (p *Partitioner) dir(value map[string]any, logTime time.Time, rng TimeRange
 			return "", err
 		}
 	}
-	if err := rng.Check(p.what(), t); err != nil {
+	if err := p.checkTime(rng, t); err != nil {
 		return "", err
 	}
 	return p.dirAt(t, nil), nil
+}
+
+// checkTime is rng.Check of the partition time t, naming it only when it
+// is out of range (the name costs a Sprintf, once a record on the hot path).
+func (p *Partitioner) checkTime(rng TimeRange, t time.Time) error {
+	if rng.contains(t) {
+		return nil
+	}
+	return rng.Check(p.what(), t)
 }
 
 // what names the partition time in messages.
@@ -169,7 +183,7 @@ func (p *Partitioner) dirRow(row *avrocodec.Row, outIdx int, logTime time.Time, 
 		return "", nil
 	}
 	if p.field == nil {
-		if err := rng.Check(p.what(), logTime); err != nil {
+		if err := p.checkTime(rng, logTime); err != nil {
 			return "", err
 		}
 		return p.dirAt(logTime, c), nil
@@ -181,7 +195,7 @@ func (p *Partitioner) dirRow(row *avrocodec.Row, outIdx int, logTime time.Time, 
 	i := row.P.Pick[outIdx]
 	if len(p.field) == 1 {
 		if t, ok := row.InTime(i); ok {
-			if err := rng.Check(p.what(), t); err != nil {
+			if err := p.checkTime(rng, t); err != nil {
 				return "", err
 			}
 			return p.dirAt(t, c), nil
@@ -195,7 +209,7 @@ func (p *Partitioner) dirRow(row *avrocodec.Row, outIdx int, logTime time.Time, 
 	if err != nil {
 		return "", err
 	}
-	if err := rng.Check(p.what(), t); err != nil {
+	if err := p.checkTime(rng, t); err != nil {
 		return "", err
 	}
 	return p.dirAt(t, c), nil

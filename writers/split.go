@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/hamba/avro/v2"
 	"github.com/sluicehq/sluice/internal/avrocodec"
@@ -37,6 +38,11 @@ type Config struct {
 	// columns, its log timestamp: a record outside is refused with
 	// ErrTimeRange and not written (the zero value bounds nothing).
 	TimeRange TimeRange
+	// Budget bounds the rows the open files buffer in memory, together
+	// with those of the other writers sharing it (see MemoryBudget); nil:
+	// each Parquet file buffers up to a row group (Format.RowGroupRows,
+	// RowGroupBytes).
+	Budget *MemoryBudget
 }
 
 // SplitWriter writes the records of one split into files of one attempt
@@ -51,6 +57,7 @@ type SplitWriter struct {
 	cfg     Config
 	split   Split
 	open    map[string]*openFile // by partition directory
+	recent  *openFile            // the file of the last record, if still open
 	done    []File
 	last    int64
 	seq     int
@@ -74,6 +81,54 @@ type openFile struct {
 	fp     [32]byte
 	first  int64
 	last   int64
+	// buf is fw when it buffers rows and the writer has a budget (nil
+	// otherwise): then another writer's budget report may flush this file
+	// from its goroutine, and mu guards fw and file.
+	buf bufferingWriter
+	// unreported counts the records since the last budget report (the
+	// owner's; no lock).
+	unreported int
+
+	mu       sync.Mutex
+	seq      int64 // reads of buf.Buffered, guarded by mu
+	flushErr error // a budget flush's error, guarded by mu: returned by the next write and by the close
+	closed   bool  // guarded by mu: no more flushes
+}
+
+// budgetEvery is how many records a file writes between two reports to
+// its budget: reading the buffered bytes walks every column, so it is not
+// done per record. The budget is exceeded by at most the records since a
+// file's last report.
+const budgetEvery = 32
+
+// lock takes of's lock when a budget may flush it from another goroutine.
+func (of *openFile) lock() {
+	if of.buf != nil {
+		of.mu.Lock()
+	}
+}
+
+func (of *openFile) unlock() {
+	if of.buf != nil {
+		of.mu.Unlock()
+	}
+}
+
+// flushForBudget writes of's buffered rows out, for a budget report (of
+// any writer's goroutine). ok is false when of is closed or broken; else n
+// is what it buffers after, read at sequence seq.
+func (of *openFile) flushForBudget() (n, seq int64, ok bool) {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	if of.closed || of.flushErr != nil {
+		return 0, 0, false
+	}
+	if err := of.buf.FlushBuffered(); err != nil {
+		of.flushErr = fmt.Errorf("writers: writing a row group of %s early (memory budget): %w", of.temp, err)
+		return 0, 0, false
+	}
+	of.seq++
+	return of.buf.Buffered(), of.seq, true
 }
 
 // NewSplitWriter starts a new attempt of split on store.
@@ -113,7 +168,7 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 	if err != nil {
 		return err
 	}
-	return w.wrote(of, of.fw.Write(value, meta), meta.Offset)
+	return w.put(of, nil, value, meta)
 }
 
 // WriteAvro adds one record given as Avro binary that its projection's
@@ -136,14 +191,50 @@ func (w *SplitWriter) WriteAvro(row *avrocodec.Row, meta format.Meta) error {
 	if err != nil {
 		return err
 	}
-	if rw, ok := of.fw.(format.AvroRowWriter); ok {
-		return w.wrote(of, rw.WriteAvroRow(row, meta), meta.Offset)
+	return w.put(of, row, nil, meta)
+}
+
+// put writes one record to of: row if not nil, else value. It reports the
+// file's buffered bytes to the budget every budgetEvery records, and
+// rotates a full file.
+func (w *SplitWriter) put(of *openFile, row *avrocodec.Row, value map[string]any, meta format.Meta) error {
+	of.lock()
+	err := of.flushErr
+	if err == nil {
+		err = writeTo(of.fw, row, value, meta)
+	}
+	records := of.fw.Records()
+	full := (w.cfg.MaxRecords > 0 && records >= w.cfg.MaxRecords) ||
+		(w.cfg.MaxFileBytes > 0 && of.fw.Bytes() >= w.cfg.MaxFileBytes)
+	var n, seq int64
+	report := false
+	if of.buf != nil && err == nil {
+		if of.unreported++; of.unreported >= budgetEvery {
+			of.unreported, report = 0, true
+			of.seq++
+			n, seq = of.buf.Buffered(), of.seq
+		}
+	}
+	of.unlock()
+	if report {
+		w.cfg.Budget.report(of, n, seq)
+	}
+	return w.wrote(of, err, meta.Offset, records, full)
+}
+
+// writeTo writes row (if not nil) or value to fw.
+func writeTo(fw format.Writer, row *avrocodec.Row, value map[string]any, meta format.Meta) error {
+	if row == nil {
+		return fw.Write(value, meta)
+	}
+	if rw, ok := fw.(format.AvroRowWriter); ok {
+		return rw.WriteAvroRow(row, meta)
 	}
 	value, err := row.Map()
-	if err == nil {
-		err = of.fw.Write(value, meta)
+	if err != nil {
+		return err
 	}
-	return w.wrote(of, err, meta.Offset)
+	return fw.Write(value, meta)
 }
 
 // check refuses a write out of the split's order and renews the lease.
@@ -172,6 +263,9 @@ func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
 // fileFor returns the open file of dir for records of schema, rotating
 // one of another schema.
 func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*openFile, error) {
+	if of := w.recent; of != nil && of.dir == dir && of.schema == schema {
+		return of, nil // records arrive roughly in time order: mostly the same file
+	}
 	of := w.open[dir]
 	if of != nil && !sameSchema(of, schema) {
 		if err := w.closeFile(of); err != nil {
@@ -185,14 +279,16 @@ func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*op
 			return nil, err
 		}
 	}
+	w.recent = of
 	return of, nil
 }
 
 // wrote accounts for a record written to of (err nil) or refused, and
-// rotates a full file.
-func (w *SplitWriter) wrote(of *openFile, err error, offset int64) error {
+// rotates a full file. records is the file's count after the write, full
+// whether it reached a limit.
+func (w *SplitWriter) wrote(of *openFile, err error, offset, records int64, full bool) error {
 	if err != nil {
-		if of.fw.Records() == 0 && errors.Is(err, format.ErrBadValue) {
+		if records == 0 && errors.Is(err, format.ErrBadValue) {
 			// keep the empty file: it will take the next record
 			of.first = -1
 		}
@@ -203,8 +299,7 @@ func (w *SplitWriter) wrote(of *openFile, err error, offset int64) error {
 	}
 	of.last = offset
 	w.last = offset
-	if (w.cfg.MaxRecords > 0 && of.fw.Records() >= w.cfg.MaxRecords) ||
-		(w.cfg.MaxFileBytes > 0 && of.fw.Bytes() >= w.cfg.MaxFileBytes) {
+	if full {
 		return w.closeFile(of)
 	}
 	return nil
@@ -233,6 +328,9 @@ func (w *SplitWriter) openFile(dir string, schema avro.Schema, first int64) (*op
 		return nil, err
 	}
 	of := &openFile{dir: dir, file: f, fw: fw, temp: temp, schema: schema, first: first, last: first}
+	if bw, ok := fw.(bufferingWriter); ok && w.cfg.Budget.active() {
+		of.buf = bw
+	}
 	if schema != nil {
 		of.fp = schema.Fingerprint()
 	}
@@ -240,11 +338,26 @@ func (w *SplitWriter) openFile(dir string, schema avro.Schema, first int64) (*op
 	return of, nil
 }
 
-func (w *SplitWriter) closeFile(of *openFile) error {
-	delete(w.open, of.dir)
+// shut takes of out of the budget and closes its writer and file; no
+// budget flush touches it after.
+func (w *SplitWriter) shut(of *openFile) error {
+	if of.buf != nil {
+		w.cfg.Budget.forget(of)
+	}
+	of.lock()
+	defer of.unlock()
+	of.closed = true
 	ferr := of.fw.Close()
 	cerr := of.file.Close()
-	if err := errors.Join(ferr, cerr); err != nil {
+	return errors.Join(of.flushErr, ferr, cerr)
+}
+
+func (w *SplitWriter) closeFile(of *openFile) error {
+	delete(w.open, of.dir)
+	if w.recent == of {
+		w.recent = nil
+	}
+	if err := w.shut(of); err != nil {
 		return fmt.Errorf("writers: closing %s: %w", of.temp, err)
 	}
 	if of.fw.Records() == 0 {
@@ -302,10 +415,10 @@ func (w *SplitWriter) Commit(reached int64) (Result, error) {
 
 func (w *SplitWriter) abortOpen() {
 	for _, of := range w.open {
-		of.fw.Close()
-		of.file.Close()
+		w.shut(of)
 	}
 	w.open = map[string]*openFile{}
+	w.recent = nil
 }
 
 // Abort gives the attempt up and deletes its temporaries (see

@@ -219,6 +219,15 @@ func (p *parquetWriter) buffered() int64 {
 	return n
 }
 
+// Buffered estimates the bytes of the rows not yet written (buffered);
+// writers.MemoryBudget adds them up over a process's open files.
+func (p *parquetWriter) Buffered() int64 { return p.buffered() }
+
+// FlushBuffered writes the buffered rows now, as a row group shorter than
+// RowGroupRows (a writers.MemoryBudget asks it of the file that buffers
+// the most).
+func (p *parquetWriter) FlushBuffered() error { return p.flush() }
+
 // columns returns the column decoders of proj's rows into the builders,
 // compiled at its first row.
 func (p *parquetWriter) columns(proj *avrocodec.Projection) (*avrocodec.Columns, error) {
