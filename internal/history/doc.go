@@ -35,6 +35,7 @@
 //	load-read        Records read back from the warehouse (with their
 //	                 _partition and _offset metadata columns); Ranges say
 //	                 which offsets the loads committed, so must hold
+//	load             a run of loads (its outcome and Error only)
 //
 // Outcomes: ok (the operation took effect and its result is known), fail
 // (it definitely did not take effect: the server refused it), unknown (a

@@ -27,6 +27,9 @@ const (
 	FetchCommitted Kind = "fetch-committed"
 	FinalRead      Kind = "final-read"
 	LoadRead       Kind = "load-read"
+	// Load is a run of loads into the warehouse (its outcome only; the
+	// checker reads what it loaded from a load-read).
+	Load Kind = "load"
 )
 
 // Outcome says whether an operation took effect.
