@@ -29,6 +29,16 @@ type ConsumerConfig struct {
 	Options []kgo.Opt
 }
 
+// pollWait bounds one poll, so that Until is asked again while nothing
+// arrives.
+const pollWait = 500 * time.Millisecond
+
+func pollOnce(ctx context.Context, cl *kgo.Client) kgo.Fetches {
+	ctx, cancel := context.WithTimeout(ctx, pollWait)
+	defer cancel()
+	return cl.PollFetches(ctx)
+}
+
 // pollRecords turns fetched records into history records.
 func pollRecords(fs kgo.Fetches) []history.Record {
 	var out []history.Record
@@ -65,7 +75,7 @@ func Consume(ctx context.Context, rec *history.Recorder, cfg ConsumerConfig) err
 	polled := 0
 	for ctx.Err() == nil && (cfg.Until == nil || !cfg.Until(polled)) {
 		inv := rec.Invoke(cfg.Process, history.Poll)
-		fs := cl.PollFetches(ctx)
+		fs := pollOnce(ctx, cl)
 		if rs := pollRecords(fs); len(rs) > 0 {
 			inv.Complete(history.Op{Outcome: history.OK, Records: rs})
 			polled += len(rs)
@@ -131,7 +141,7 @@ func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) e
 	polled := 0
 	for ctx.Err() == nil && (cfg.Until == nil || !cfg.Until(polled)) {
 		inv := rec.Invoke(cfg.Process, history.Poll)
-		fs := cl.PollFetches(ctx)
+		fs := pollOnce(ctx, cl)
 		rs := pollRecords(fs)
 		if len(rs) > 0 {
 			inv.Complete(history.Op{Outcome: history.OK, Records: rs})
