@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/mutate"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -141,6 +142,9 @@ func (s *Store) reap(dir string, now time.Time) (bool, error) {
 // newest lease file names an expiry at or before now (or it has none: it
 // died before taking one). File modification times are never used.
 func (s *Store) leaseExpired(dir string, now time.Time) (bool, error) {
+	if mutate.Enabled(mutate.Lease) { // test-only: every attempt counts as dead
+		return true, nil
+	}
 	if s.opts.Lease < 0 {
 		return true, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/mutate"
 	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
@@ -268,6 +269,9 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 		return Result{}, err
 	}
 	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
+	if mutate.Enabled(mutate.ExclusiveManifest) { // test-only: overwrite a winner's manifest
+		_ = s.fs.Remove(mp)
+	}
 	werr := s.fs.WriteExclusive(mp, data)
 	if werr != nil {
 		// Learn the outcome from the manifest itself (on HDFS the winner
