@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/history"
@@ -127,3 +130,27 @@ func report(r *harness.Run, sched *harness.Schedule, h history.History, res hist
 	r.Finish(rep, sched)
 	return res
 }
+
+// newHistory makes the run's recorder writing history.jsonl in the report
+// directory; the returned func flushes and closes the file.
+func newHistory(t *testing.T, r *harness.Run) (*history.Recorder, func()) {
+	t.Helper()
+	f, err := os.Create(historyPath(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(f)
+	var once sync.Once
+	done := func() {
+		once.Do(func() {
+			if err := rec.Flush(); err != nil {
+				t.Error(err)
+			}
+			f.Close()
+		})
+	}
+	t.Cleanup(done)
+	return rec, done
+}
+
+func historyPath(r *harness.Run) string { return filepath.Join(r.Dir, "history.jsonl") }
