@@ -248,6 +248,9 @@ func TestRandomScheduleIsSeeded(t *testing.T) {
 	if reflect.DeepEqual(a, c) {
 		t.Fatal("seeds 7 and 8 gave the same schedule")
 	}
+	if len(a) < 2 || a[0].Nemesis == a[1].Nemesis {
+		t.Fatalf("the first round does not name each nemesis once: %v", a)
+	}
 	end := time.Duration(0)
 	for _, s := range a {
 		if s.At < end || s.Hold <= 0 {

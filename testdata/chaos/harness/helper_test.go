@@ -14,7 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("CHAOS_HELPER") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(Main(m))
 	case "serve": // echo lines on CHAOS_LISTEN, log every accept with the peer
 		ln, err := net.Listen("tcp", os.Getenv("CHAOS_LISTEN"))
 		if err != nil {

@@ -315,12 +315,16 @@ func (s Step) String() string {
 
 // RandomSchedule lays faults drawn from names over total: a quiet gap, a fault
 // held for a while, healed, a gap, ... Gaps and holds are drawn around
-// interval. The same rng state gives the same schedule.
+// interval. The first len(names) faults are each name once, in a random
+// order, so even a short run exercises every nemesis; the rest are drawn
+// at random. The same rng state gives the same schedule.
 func RandomSchedule(rng *rand.Rand, total, interval time.Duration, names ...string) []Step {
 	var steps []Step
 	if len(names) == 0 || interval <= 0 {
 		return nil
 	}
+	first := append([]string(nil), names...)
+	rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
 	at := time.Duration(0)
 	for {
 		gap := interval/2 + time.Duration(rng.Int63n(int64(interval)))
@@ -329,7 +333,11 @@ func RandomSchedule(rng *rand.Rand, total, interval time.Duration, names ...stri
 			return steps
 		}
 		at += gap
-		steps = append(steps, Step{At: at, Hold: hold, Nemesis: names[rng.Intn(len(names))]})
+		name := names[rng.Intn(len(names))]
+		if len(steps) < len(first) {
+			name = first[len(steps)]
+		}
+		steps = append(steps, Step{At: at, Hold: hold, Nemesis: name})
 		at += hold
 	}
 }

@@ -69,6 +69,7 @@ var runCount struct {
 // and logs the seed.
 func NewRun(t testing.TB, scenario string, short time.Duration) *Run {
 	t.Helper()
+	SluiceBinary(t) // built first, so the run's clock starts after it
 	r := &Run{Scenario: scenario, Duration: short, Begin: time.Now(), t: t, Seed: ShortSeed}
 	if v := os.Getenv(EnvTime); v != "" {
 		d, err := time.ParseDuration(v)
