@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
 )
 
@@ -77,7 +78,7 @@ func TestBrokerKillPause(t *testing.T) {
 				Nemeses: []harness.Nemesis{&harness.Kill{Nodes: []*harness.Node{b.Node}}, &harness.Pause{Nodes: []*harness.Node{b.Node}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 			defer cancel()
-			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 2)
+			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 1, 2)
 			if err := sched.Play(ctx); err != nil {
 				t.Error(err)
 			}
@@ -88,5 +89,60 @@ func TestBrokerKillPause(t *testing.T) {
 			verdict(r, sched, rec.History(), st, harness.Report{History: historyPath(r),
 				Notes: []string{"acks=" + v.acks + ", flush.messages=" + v.flush, "a process kill must lose nothing acknowledged"}})
 		})
+	}
+}
+
+// TestBrokerDiskFull: the broker's data directory is a small tmpfs that
+// fills up during produce (appends fail with ENOSPC and the partitions
+// refuse writes) and is freed again; a restart (kill -9, as an operator
+// would) brings the refused partitions back. A scripted schedule: full,
+// then the restart. Nothing acknowledged may be lost, nothing doubled, and
+// the broker must take writes again at the end.
+func TestBrokerDiskFull(t *testing.T) {
+	r := harness.NewRun(t, "broker-disk-full", 6*time.Second)
+	dir := r.WorkDir("broker")
+	disk := r.Disk(filepath.Join(dir, "data"), 16<<20)
+	cfg := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(cfg, []byte("num.partitions=3\nlog.segment.bytes=1048576\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := r.Broker("broker", disk.Dir, "--config", cfg)
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, b.HostPort, "chaos", 3, nil)
+	rec, closeHistory := newHistory(t, r)
+	st := newStamps(rec)
+	third := r.Duration / 3
+	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
+		Steps: []harness.Step{{At: third, Hold: third, Nemesis: "disk-full", Target: "broker"},
+			{At: 2*third + 200*time.Millisecond, Hold: 500 * time.Millisecond, Nemesis: "kill", Target: "broker"}},
+		Nemeses: []harness.Nemesis{&harness.Full{Disks: map[string]*harness.Disk{"broker": disk}},
+			&harness.Kill{Nodes: []*harness.Node{b.Node}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
+	defer cancel()
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2)
+	if err := sched.Play(ctx); err != nil {
+		t.Error(err)
+	}
+	load.stop()
+	// the broker takes writes again once space is back
+	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 3, 1)
+	time.Sleep(time.Second) // a second of produce after the faults, the workload's length
+	after.stop()
+	finalRead(t, rec, b.HostPort, "chaos", 3)
+	st.close()
+	closeHistory()
+	h := rec.History()
+	okAfter := 0
+	for _, op := range h {
+		if op.Kind == history.Produce && op.Process == 3 && op.Outcome == history.OK {
+			okAfter++
+		}
+	}
+	verdict(r, sched, h, st, harness.Report{History: historyPath(r),
+		Notes: []string{"tmpfs of 16 MiB on the data directory, filled and freed, then a restart"}})
+	if okAfter == 0 {
+		t.Errorf("no produce succeeded after the disk was freed and the broker restarted")
 	}
 }

@@ -27,14 +27,15 @@ type running struct {
 
 func (l *running) stop() { l.cancel(); l.wg.Wait() }
 
-// produceUnique starts n producers writing values "<process>-<i>" to the
-// partitions of topic in turn, one record at a time, with acks "all" or "1".
-func produceUnique(ctx context.Context, t *testing.T, rec *history.Recorder, addr, topic, acks string, n int) *running {
+// produceUnique starts n producers, processes first, first+1, ..., writing
+// values "<process>-<i>" to the partitions of topic in turn, one record at a
+// time, with acks "all" or "1". Process numbers must not repeat in a run.
+func produceUnique(ctx context.Context, t *testing.T, rec *history.Recorder, addr, topic, acks string, first, n int) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	l := &running{cancel: cancel}
 	parts := partitions(t, addr, topic)
-	for p := 1; p <= n; p++ {
+	for p := first; p < first+n; p++ {
 		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RecordDeliveryTimeout(4 * time.Second), kgo.ProduceRequestTimeout(2 * time.Second),
 			kgo.RequestTimeoutOverhead(time.Second), kgo.RetryTimeout(4 * time.Second)}
