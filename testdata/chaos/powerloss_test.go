@@ -156,7 +156,7 @@ func powerLossRound(t *testing.T, rec *history.Recorder, process int, r *harness
 		p.Complete(history.Op{Outcome: history.Fail, Error: err.Error()})
 		t.Fatal(err)
 	}
-	end := l2.LogEndOffset() // the read reached the log's end: nothing lies beyond it,
+	end := l2.LogEndOffset()  // the read reached the log's end: nothing lies beyond it,
 	for _, a := range acked { // so it covers every offset ever acknowledged too
 		end = max(end, a.offset+1)
 	}
