@@ -78,7 +78,7 @@ func TestBrokerKillPause(t *testing.T) {
 				Nemeses: []harness.Nemesis{&harness.Kill{Nodes: []*harness.Node{b.Node}}, &harness.Pause{Nodes: []*harness.Node{b.Node}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 			defer cancel()
-			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 1, 2)
+			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 1, 2, nil, 0)
 			if err := sched.Play(ctx); err != nil {
 				t.Error(err)
 			}
@@ -121,13 +121,13 @@ func TestBrokerDiskFull(t *testing.T) {
 			&harness.Kill{Nodes: []*harness.Node{b.Node}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, nil, 0)
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
 	load.stop()
 	// the broker takes writes again once space is back
-	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 3, 1)
+	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 3, 1, nil, 0)
 	time.Sleep(time.Second) // a second of produce after the faults, the workload's length
 	after.stop()
 	finalRead(t, rec, b.HostPort, "chaos", 3)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,7 +31,10 @@ func (l *running) stop() { l.cancel(); l.wg.Wait() }
 // produceUnique starts n producers, processes first, first+1, ..., writing
 // values "<process>-<i>" to the partitions of topic in turn, one record at a
 // time, with acks "all" or "1". Process numbers must not repeat in a run.
-func produceUnique(ctx context.Context, t *testing.T, rec *history.Recorder, addr, topic, acks string, first, n int) *running {
+// encode turns a value into the record's bytes (nil: the value itself);
+// pace is the pause between two records of one producer (0: none), which
+// bounds the rate for workloads slower than the broker (the loader).
+func produceUnique(ctx context.Context, t *testing.T, rec *history.Recorder, addr, topic, acks string, first, n int, encode func(string) []byte, pace time.Duration) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	l := &running{cancel: cancel}
@@ -57,13 +61,23 @@ func produceUnique(ctx context.Context, t *testing.T, rec *history.Recorder, add
 				value := fmt.Sprintf("%d-%d", p, i)
 				op := rec.Invoke(p, history.Produce)
 				pctx, pcancel := context.WithTimeout(ctx, 6*time.Second)
-				r, err := cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: part, Value: []byte(value)}).First()
+				raw := []byte(value)
+				if encode != nil {
+					raw = encode(value)
+				}
+				r, err := cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: part, Value: raw}).First()
 				pcancel()
 				if err != nil {
 					op.Complete(history.Op{Outcome: history.Unknown, Topic: topic, Partition: part, Offset: -1, Value: value, Error: err.Error()})
 					continue
 				}
 				op.Complete(history.Op{Outcome: history.OK, Topic: topic, Partition: r.Partition, Offset: r.Offset, Value: value})
+				if pace > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(pace): // the workload's rate
+					}
+				}
 			}
 		}()
 	}
@@ -156,10 +170,24 @@ func readPartitions(ctx context.Context, addr, topic string, parts int32) ([]his
 				return
 			}
 			next[r.Partition] = r.Offset + 1
-			recs = append(recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			recs = append(recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: recordValueOf(r.Value)})
 			done++
 		})
 		_ = ferr // transient fetch errors while reading: the loop retries
 	}
 	return recs, ranges, nil
+}
+
+// recordValueOf is the unique value a record carries: the record itself, or
+// the "id" field of a JSON record (the loader's workload writes JSON).
+func recordValueOf(b []byte) string {
+	if len(b) > 0 && b[0] == '{' {
+		var v struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &v) == nil && v.ID != "" {
+			return v.ID
+		}
+	}
+	return string(b)
 }
