@@ -39,6 +39,10 @@ type Spec struct {
 	Ready func(line string) bool
 	// ReadyTimeout bounds the wait for Ready (default 60 s).
 	ReadyTimeout time.Duration
+	// OnLine, if set, sees every line the process logs, in order, with the
+	// number of the start it belongs to (1, 2, ...): how a workload run as
+	// a node reports what it did.
+	OnLine func(start int, line string)
 }
 
 // Node is one named process on its own loopback address. Its output goes to
@@ -108,6 +112,7 @@ func (n *Node) Start() error {
 	}
 	done := make(chan struct{})
 	n.cmd, n.done, n.paused = cmd, done, false
+	start := n.starts
 	n.mu.Unlock()
 
 	ready := make(chan struct{})
@@ -123,6 +128,9 @@ func (n *Node) Start() error {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintf(log, "%s %s\n", time.Now().UTC().Format(logStamp), line)
+			if n.spec.OnLine != nil {
+				n.spec.OnLine(start, line)
+			}
 			if n.spec.Ready != nil && n.spec.Ready(line) {
 				once.Do(func() { close(ready) })
 			}
