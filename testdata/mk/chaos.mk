@@ -10,8 +10,10 @@
 # Needs root (nft, cgroups, tmpfs mounts), Debian's nftables and faketime.
 
 CHAOS_TIME ?= 3m
-CHAOS_PKGS  = ./testdata/chaos/...
-CHAOS_FLAGS = -count=1 -p 1 -tags $(GOTAGS)
+# The scenarios; the harness and the workload packages are unit-tested with -race.
+CHAOS_SCENARIOS = ./testdata/chaos/
+CHAOS_UNITS     = $$($(GO) list ./testdata/chaos/... | grep -v '/testdata/chaos$$')
+CHAOS_FLAGS     = -count=1 -tags $(GOTAGS)
 
 .PHONY: deps-chaos chaos chaos-short
 
@@ -29,12 +31,12 @@ deps-chaos:
 
 # Each scenario for CHAOS_TIME; the harness's own tests with -race first.
 chaos: deps
-	$(GO) test -race -count=1 -tags $(GOTAGS) ./testdata/chaos/harness/
-	CHAOS_TIME=$(CHAOS_TIME) $(GO) test $(CHAOS_FLAGS) -timeout 0 $(CHAOS_PKGS)
+	$(GO) test -race $(CHAOS_FLAGS) $(CHAOS_UNITS)
+	CHAOS_TIME=$(CHAOS_TIME) $(GO) test $(CHAOS_FLAGS) -timeout 0 -v $(CHAOS_SCENARIOS)
 
 # The short fixed-seed runs (CHAOS_TIME unset) that `make test` makes.
 chaos-short: deps
-	$(GO) test -race -count=1 -tags $(GOTAGS) ./testdata/chaos/harness/
-	env -u CHAOS_TIME $(GO) test $(CHAOS_FLAGS) -timeout 15m $(CHAOS_PKGS)
+	$(GO) test -race $(CHAOS_FLAGS) $(CHAOS_UNITS)
+	env -u CHAOS_TIME $(GO) test $(CHAOS_FLAGS) -timeout 15m $(CHAOS_SCENARIOS)
 
 test: chaos-short
