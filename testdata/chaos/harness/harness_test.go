@@ -294,6 +294,13 @@ func TestScheduleHealsWhenCancelled(t *testing.T) {
 	if want := []string{"start b", "heal", "heal"}; !reflect.DeepEqual(rec.calls, want) {
 		t.Fatalf("calls %v, want %v", rec.calls, want)
 	}
+	var whats []string
+	for _, e := range ev.List() {
+		whats = append(whats, e.Target+" "+e.What)
+	}
+	if want := []string{"schedule begins", "rec fault", "rec healed", "schedule ends"}; !reflect.DeepEqual(whats, want) {
+		t.Fatalf("events %v, want %v", whats, want)
+	}
 	bad := &Schedule{Steps: []Step{{Nemesis: "nope"}}, Rand: rand.New(rand.NewSource(1)), Events: ev}
 	if err := bad.Play(context.Background()); !errors.Is(err, ErrSchedule) {
 		t.Fatalf("unknown nemesis: %v", err)

@@ -365,6 +365,7 @@ func (s *Schedule) Play(ctx context.Context) error {
 		byName[n.Name()] = n
 	}
 	begin := time.Now()
+	s.Events.add("schedule", "begins", fmt.Sprintf("%d faults planned", len(s.Steps)))
 	defer s.healAll()
 	for _, st := range s.Steps {
 		n, ok := byName[st.Nemesis]
@@ -395,6 +396,7 @@ func (s *Schedule) Play(ctx context.Context) error {
 }
 
 func (s *Schedule) healAll() {
+	defer s.Events.add("schedule", "ends", "every nemesis healed")
 	for _, n := range s.Nemeses {
 		if err := n.Heal(); err != nil {
 			s.fail(fmt.Errorf("%w: final heal %s: %v", ErrSchedule, n.Name(), err))

@@ -90,11 +90,11 @@ func (rep Report) Text() string {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "note      %s\n", n)
 	}
-	fmt.Fprintf(&b, "\nschedule (%d faults planned)\n", len(rep.Schedule))
+	fmt.Fprintf(&b, "\nschedule (%d faults planned; times since the schedule began)\n", len(rep.Schedule))
 	for _, s := range rep.Schedule {
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
-	fmt.Fprintf(&b, "\nevents\n")
+	fmt.Fprintf(&b, "\nevents (times since the run began)\n")
 	for _, e := range rep.Events {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}
