@@ -1,0 +1,328 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/history"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
+)
+
+const loadJob = "chaos-load"
+
+// TestLoaderUnderFaults: the distributed loader — two schedulers (a leader
+// and a standby), three workers, ZooKeeper, each a real process on its own
+// address — loads a topic that records stream into, while workers, the
+// schedulers and ZooKeeper are killed, paused and cut off. Afterwards every
+// acknowledged record must be loaded exactly once (load-lost,
+// load-duplicate), and no hour may carry _SUCCESS without every record of
+// it that was acknowledged before the run that marked it began.
+func TestLoaderUnderFaults(t *testing.T) {
+	r := harness.NewRun(t, "loader", 20*time.Second)
+	b := startBroker(t, r, "broker", "num.partitions=3\n")
+	createTopic(t, b.HostPort, "chaos", 3, nil)
+	zk := r.ZooKeeper("zk", r.WorkDir("zk"))
+	if err := zk.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := r.WorkDir("warehouse")
+	jobsDir := r.WorkDir("jobs")
+	spec := fmt.Sprintf("name: %s\nsource:\n  bootstrap: [%s]\n  topics: [chaos]\n  start: earliest\n  max_records_per_task: 300\n"+
+		"decode: {format: json}\npartition: {by: hour, time_field: ts, timezone: UTC}\n"+
+		"output: {uri: \"file://%s\", format: jsonl, metadata_columns: true}\nschedule: \"* * * * * *\"\n", loadJob, b.HostPort, out)
+	if err := os.WriteFile(filepath.Join(jobsDir, loadJob+".yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	connect := zk.Connect("/sluice-chaos")
+	var targets []*harness.Node
+	for _, name := range []string{"s1", "s2"} {
+		n := r.Sluice(name, "sluice scheduler running", "scheduler", "--jobs", jobsDir, "--zookeeper", connect,
+			"--session-timeout", "2s", "--min-interval", "1s", "--scan-interval", "1s", "--name", name)
+		targets = append(targets, n)
+	}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		targets = append(targets, r.Sluice(name, "sluice worker taking tasks", "worker", "--zookeeper", connect,
+			"--session-timeout", "2s", "--name", name))
+	}
+	for _, n := range targets {
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	targets = append(targets, zk.Node)
+	var peers []string
+	for _, n := range r.Nodes() {
+		peers = append(peers, n.Addr)
+	}
+
+	rec, closeHistory := newHistory(t, r)
+	st := newStamps(rec)
+	events := newEventClock(time.Now())
+	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
+		Steps: harness.RandomSchedule(r.Rand, r.Duration, 3*time.Second, "kill", "pause", "partition"),
+		Nemeses: []harness.Nemesis{&harness.Kill{Nodes: targets}, &harness.Pause{Nodes: targets},
+			&harness.Isolate{Net: r.Net, Nodes: targets, Peers: peers}}}
+	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+2*time.Minute)
+	defer cancel()
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, events.encode, 20*time.Millisecond)
+	if err := sched.Play(ctx); err != nil {
+		t.Error(err)
+	}
+	load.stop()
+	for _, n := range targets { // every process back for the catch-up
+		if !n.Running() {
+			if err := n.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	finalRead(t, rec, b.HostPort, "chaos", 3)
+	h := rec.History()
+	ends := map[int32]int64{}
+	for _, rg := range h[len(h)-1].Ranges {
+		ends[rg.Partition] = rg.End
+	}
+	r.Note("loader", "catching up", fmt.Sprintf("to high watermarks %v", ends))
+	if err := waitLoaded(ctx, out, ends); err != nil {
+		t.Error(err)
+	}
+	op := rec.Invoke(0, history.LoadRead)
+	loaded, err := readWarehouse(out)
+	if err != nil {
+		op.Complete(history.Op{Outcome: history.Fail, Error: err.Error()})
+		t.Fatal(err)
+	}
+	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges})
+	st.close()
+	closeHistory()
+	h = rec.History()
+	res := history.Check(h)
+	notes := []string{"2 schedulers, 3 workers, ZooKeeper; every record loaded exactly once; _SUCCESS only on complete hours"}
+	incomplete, marked, err := checkSuccess(out, h, st, events, loaded)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, msg := range incomplete {
+		res.Anomalies = append(res.Anomalies, history.Anomaly{Kind: "success-incomplete", Detail: msg})
+	}
+	notes = append(notes, fmt.Sprintf("%d hours marked _SUCCESS, %d records loaded", marked, len(loaded.records)))
+	report(r, sched, h, res, st, harness.Report{History: historyPath(r), Notes: notes})
+	if marked == 0 {
+		t.Errorf("no hour was marked _SUCCESS: the completeness check had nothing to check")
+	}
+}
+
+// eventClock stamps records with an event time that runs 240 times faster
+// than the wall clock from three hours ago, so a short run crosses hours
+// that the loader can mark complete; it remembers each value's time.
+type eventClock struct {
+	wall0, event0 time.Time
+
+	mu sync.Mutex // guards at
+	at map[string]time.Time
+}
+
+func newEventClock(now time.Time) *eventClock {
+	return &eventClock{wall0: now, event0: now.Add(-3 * time.Hour).Truncate(time.Hour).Add(50 * time.Minute), at: map[string]time.Time{}}
+}
+
+func (c *eventClock) encode(value string) []byte {
+	ts := c.event0.Add(240 * time.Since(c.wall0)).UTC().Truncate(time.Millisecond)
+	c.mu.Lock()
+	c.at[value] = ts
+	c.mu.Unlock()
+	b, _ := json.Marshal(map[string]string{"id": value, "ts": ts.Format(time.RFC3339Nano)})
+	return b
+}
+
+func (c *eventClock) time(value string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.at[value]
+	return t, ok
+}
+
+// waitLoaded polls the warehouse's manifests until each partition's chain
+// reaches its end offset.
+func waitLoaded(ctx context.Context, out string, ends map[int32]int64) error {
+	for {
+		got, err := manifestEnds(out)
+		done := err == nil
+		for p, end := range ends {
+			if end > 0 && got[p] < end {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("loads did not catch up to %v: loaded %v (%v)", ends, got, err)
+		case <-time.After(250 * time.Millisecond): // polling the warehouse the processes write
+		}
+	}
+}
+
+// manifests reads every commit manifest of the chaos topic.
+func manifests(out string) ([]*writers.Manifest, error) {
+	var ms []*writers.Manifest
+	dir := filepath.Join(out, "_sluice", "commits", "chaos")
+	parts, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		files, err := os.ReadDir(filepath.Join(dir, p.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if !strings.HasSuffix(f.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, p.Name(), f.Name()))
+			if err != nil {
+				return nil, err
+			}
+			m, err := writers.DecodeManifest(b)
+			if err != nil {
+				return nil, fmt.Errorf("manifest %s/%s: %w", p.Name(), f.Name(), err)
+			}
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
+func manifestEnds(out string) (map[int32]int64, error) {
+	ms, err := manifests(out)
+	ends := map[int32]int64{}
+	for _, m := range ms {
+		ends[m.Partition] = max(ends[m.Partition], m.End)
+	}
+	return ends, err
+}
+
+// warehouse is what a reader of the output sees.
+type warehouse struct {
+	records []history.Record
+	ranges  []history.Range
+	dirOf   map[string][]string // time directories each value was found in
+}
+
+// readWarehouse reads every row of every file in the time directories (as
+// a downstream reader would), and the committed ranges from the manifests.
+func readWarehouse(out string) (*warehouse, error) {
+	w := &warehouse{dirOf: map[string][]string{}}
+	files, err := filepath.Glob(filepath.Join(out, "dt=*", "hr=*", "*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(out, filepath.Dir(f))
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var row struct {
+				ID        string `json:"id"`
+				Topic     string `json:"_topic"`
+				Partition int32  `json:"_partition"`
+				Offset    int64  `json:"_offset"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			w.records = append(w.records, history.Record{Topic: row.Topic, Partition: row.Partition, Offset: row.Offset, Value: row.ID})
+			w.dirOf[row.ID] = append(w.dirOf[row.ID], rel)
+		}
+	}
+	ms, err := manifests(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		w.ranges = append(w.ranges, history.Range{Topic: m.Topic, Partition: m.Partition, Start: m.Start, End: m.End})
+	}
+	return w, nil
+}
+
+// checkSuccess checks each hour marked _SUCCESS: every record of that hour
+// acknowledged before the run that marked it began must be loaded there.
+// It returns one line per breach and how many hours were marked.
+func checkSuccess(out string, h history.History, st *stamps, ev *eventClock, w *warehouse) ([]string, int, error) {
+	fsys, err := filesystem.NewLocal(out)
+	if err != nil {
+		return nil, 0, err
+	}
+	runs, err := scheduler.NewHistory(fsys, loadJob).List()
+	if err != nil {
+		return nil, 0, err
+	}
+	started := map[string]time.Time{}
+	for _, run := range runs {
+		started[run.ID] = run.Started
+	}
+	markers, err := filepath.Glob(filepath.Join(out, "dt=*", "hr=*", scheduler.SuccessInfo))
+	if err != nil {
+		return nil, 0, err
+	}
+	var bad []string
+	for _, mk := range markers {
+		b, err := os.ReadFile(mk)
+		if err != nil {
+			return nil, 0, err
+		}
+		var sr scheduler.SuccessRecord
+		if err := json.Unmarshal(b, &sr); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", mk, err)
+		}
+		runStart, ok := started[sr.Run]
+		if !ok {
+			runStart = sr.Marked // no run record: the marking time bounds the planning
+		}
+		dir, _ := filepath.Rel(out, filepath.Dir(mk))
+		for _, op := range h {
+			if op.Kind != history.Produce || op.Outcome != history.OK {
+				continue
+			}
+			ts, ok := ev.time(op.Value)
+			if !ok || ts.Before(sr.Start) || !ts.Before(sr.End) {
+				continue
+			}
+			if _, acked := st.span([]int{op.ID}); !acked.Before(runStart) {
+				continue // acknowledged while (or after) the run planned: may be late
+			}
+			found := false
+			for _, d := range w.dirOf[op.Value] {
+				found = found || d == dir
+			}
+			if !found {
+				bad = append(bad, fmt.Sprintf("%s has _SUCCESS (run %s) without %q (op %d), acknowledged before that run began", dir, sr.Run, op.Value, op.ID))
+			}
+		}
+	}
+	return bad, len(markers), nil
+}
