@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	blog "github.com/sluicehq/sluice/broker/log"
-	"github.com/sluicehq/sluice/broker/log/vfs"
 	"github.com/sluicehq/sluice/internal/history"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
 )
 

@@ -5,12 +5,10 @@
 # turns one safety mechanism off (SLUICE_MUTATE) and shows the checker
 # catches it, and passes with it on.
 
-.PHONY: test-chaos-workload test-chaos-mutation
+.PHONY: test-chaos-mutation
 
-test: test-chaos-workload test-chaos-mutation
-
-test-chaos-workload:
-	$(GO) test $(TESTFLAGS) ./testdata/chaos/workload/
+# (the workload package's own tests run in chaos-short, testdata/mk/chaos.mk)
+test: test-chaos-mutation
 
 test-chaos-mutation:
 	$(GO) test -race -count=1 -timeout 10m -tags '$(GOTAGS) sluice_mutation' -run 'TestMutation' ./testdata/chaos/workload/ ./internal/mutate/
