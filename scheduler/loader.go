@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/jobs"
 )
 
@@ -68,10 +67,7 @@ func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	var plan Plan
-	for _, s := range p.Splits {
-		plan.Tasks = append(plan.Tasks, Task{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End})
-	}
+	plan := Plan{Tasks: p.Splits}
 	for _, tp := range p.Topics {
 		if tp.Restart {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("topic %s was recreated (%s): started over from its first offsets (on_topic_recreated: restart)", tp.Topic, tp.Recreated))
@@ -124,7 +120,7 @@ func (e *LoaderEngine) RunTask(ctx context.Context, job Job, task Task) (TaskRep
 		return TaskReport{}, err
 	}
 	defer l.Close()
-	rep, err := l.RunTask(ctx, inputformat.Split{Topic: task.Topic, Partition: task.Partition, Start: task.Start, End: task.End})
+	rep, err := l.RunTask(ctx, task)
 	if err != nil {
 		return TaskReport{}, err
 	}
