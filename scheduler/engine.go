@@ -144,3 +144,13 @@ type Engine interface {
 type Locker interface {
 	LockJob(ctx context.Context, job Job) (release func(), err error)
 }
+
+// A RunHolder is an Engine that can keep what a job's tasks share (for the
+// loader: the source client and the output file system) open for the
+// length of a run, so that the run's Plan, LockJob and in-process RunTask
+// calls reuse it instead of opening their own. The scheduler holds it
+// from the start of a run to its end; a hold that fails is not an error
+// of the run (each call then opens its own and reports what fails).
+type RunHolder interface {
+	HoldJob(ctx context.Context, job Job) (release func(), err error)
+}

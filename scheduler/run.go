@@ -24,6 +24,13 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		return
 	}
 	hist := NewHistory(fs, job.Name)
+	if h, ok := s.opts.Engine.(RunHolder); ok {
+		if release, err := h.HoldJob(ctx, job); err == nil {
+			defer release()
+		} else {
+			log.Debug("the job's loader is opened per call", "err", err)
+		}
+	}
 	if lk, ok := s.opts.Engine.(Locker); ok {
 		release, err := lk.LockJob(ctx, job)
 		if err != nil {
