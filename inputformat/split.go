@@ -29,6 +29,10 @@ type Split struct {
 	End       int64  `json:"end"`
 }
 
+// ID names the split within its job's plan: topic-partition-start (the
+// scheduler's task id: attempt names in ZooKeeper and logs carry it).
+func (s Split) ID() string { return fmt.Sprintf("%s-%d-%d", s.Topic, s.Partition, s.Start) }
+
 func (s Split) String() string {
 	return fmt.Sprintf("%s/%d [%d, %d)", s.Topic, s.Partition, s.Start, s.End)
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -78,9 +78,10 @@ func completeDir(job string) string { return path.Join("_sluice", "completeness"
 
 // completeness marks the complete time directories of one job's output.
 type completeness struct {
-	fs  vfs.FS
-	job Job
-	log *slog.Logger
+	fs    vfs.FS
+	store *writers.Store // the job's commits on fs
+	job   Job
+	log   *slog.Logger
 }
 
 func (c *completeness) load() (*completeState, error) {
@@ -161,38 +162,23 @@ func (c *completeness) dirName(t time.Time) string {
 	return t.In(loc).Format("dt=2006-01-02/hr=15")
 }
 
-// count reads the manifests committed since the partition's cursor.
+// count reads the manifests committed since the partition's cursor,
+// through the writers' store (the commit protocol's own reader).
 func (c *completeness) count(st *completeState, topic string, partition int32) error {
 	key, err := c.cursorKey(topic, partition)
 	if err != nil {
 		return err
 	}
-	cdir := path.Dir(writers.ManifestPath(topic, partition, 0))
-	ents, err := c.fs.List(cdir)
-	if errors.Is(err, vfs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	cursor, seen := st.Cursors[key]
-	for _, e := range ents {
-		num, ok := strings.CutSuffix(e.Name, ".json")
-		if !ok || e.IsDir {
-			continue
-		}
-		start, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || (seen && start < cursor) {
-			continue
-		}
-		b, err := vfs.ReadFile(c.fs, path.Join(cdir, e.Name))
-		if err != nil {
-			return err
-		}
-		m, err := writers.DecodeManifest(b)
-		if err != nil {
-			return err // torn: its writer may be finishing; count it next time
-		}
+	from := int64(math.MinInt64)
+	if seen {
+		from = cursor
+	}
+	commits, err := c.store.CommitsFrom(topic, partition, from)
+	if err != nil {
+		return err // a torn manifest: its writer may be finishing; count it next time
+	}
+	for _, m := range commits {
 		for _, f := range m.Files {
 			d := path.Dir(f.Final)
 			start, _, ok := c.dirRange(d)

@@ -60,7 +60,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	tokyo, _ := time.LoadLocation("Asia/Tokyo")
 	part, _ := writers.NewPartitioner(writers.ByDay, "@timestamp", "Asia/Tokyo")
 	store := writers.NewStore(fs, writers.StoreOptions{})
-	c := &completeness{fs: fs, job: Job{Name: "j", Partition: TimePartition{By: "day", Location: tokyo}, AllowedLateness: time.Hour},
+	c := &completeness{fs: fs, store: store, job: Job{Name: "j", Partition: TimePartition{By: "day", Location: tokyo}, AllowedLateness: time.Hour},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	day := func(d, h int) time.Time { return time.Date(2026, 12, d, h, 0, 0, 0, tokyo) }
 

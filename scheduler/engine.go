@@ -3,8 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/inputformat"
 )
 
 // Scheduler errors.
@@ -88,20 +89,11 @@ func (p RetryPolicy) wait(attempt int) time.Duration {
 	return min(d, p.MaxBackoff)
 }
 
-// Task is one offset range of one topic partition: the unit a worker runs.
-type Task struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Start     int64  `json:"start"`
-	End       int64  `json:"end"`
-}
-
-// ID names the task within its job: topic-partition-start.
-func (t Task) ID() string { return fmt.Sprintf("%s-%d-%d", t.Topic, t.Partition, t.Start) }
-
-func (t Task) String() string {
-	return fmt.Sprintf("%s/%d [%d, %d)", t.Topic, t.Partition, t.Start, t.End)
-}
+// Task is the unit a worker runs: one split of the loader's plan, the
+// offset range [Start, End) of one topic partition. It is the planner's
+// type itself (no copy): what a dispatch needs beside it (run, job,
+// attempt) travels as arguments of Dispatcher.Dispatch and RunTask.
+type Task = inputformat.Split
 
 // PartitionPosition is where a job stands on one partition at planning.
 type PartitionPosition struct {
@@ -151,4 +143,14 @@ type Engine interface {
 // again.
 type Locker interface {
 	LockJob(ctx context.Context, job Job) (release func(), err error)
+}
+
+// A RunHolder is an Engine that can keep what a job's tasks share (for the
+// loader: the source client and the output file system) open for the
+// length of a run, so that the run's Plan, LockJob and in-process RunTask
+// calls reuse it instead of opening their own. The scheduler holds it
+// from the start of a run to its end; a hold that fails is not an error
+// of the run (each call then opens its own and reports what fails).
+type RunHolder interface {
+	HoldJob(ctx context.Context, job Job) (release func(), err error)
 }

@@ -4,19 +4,90 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/jobs"
 )
 
 // LoaderEngine is the Engine of sluice's loader (package jobs): the job
 // specs are the loader's, tasks are its splits, and each task commits
-// through its exclusive manifests.
+// through its exclusive manifests. It is a RunHolder: the scheduler holds
+// a job's loader (its source client and output file system) open for the
+// length of a run, and the run's Plan, LockJob and RunTask calls share it;
+// a call outside a hold (a worker's task) opens and closes its own.
 type LoaderEngine struct {
 	// Options are handed to jobs.Open for each plan and task (Workers and
 	// Progress do not apply).
 	Options jobs.Options
+
+	mu   sync.Mutex
+	held map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
+}
+
+// heldLoader is a loader open for the runs holding it.
+type heldLoader struct {
+	l    *jobs.Loader
+	refs int
+}
+
+// HoldJob opens the job's loader until release: until then the job's
+// Plan, LockJob and RunTask use it instead of opening one each. Holds
+// nest; the last release closes the loader.
+func (e *LoaderEngine) HoldJob(ctx context.Context, job Job) (release func(), err error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.held[spec]
+	if h == nil {
+		l, err := jobs.Open(ctx, spec, e.Options)
+		if err != nil {
+			return nil, err
+		}
+		h = &heldLoader{l: l}
+		if e.held == nil {
+			e.held = map[*jobs.Spec]*heldLoader{}
+		}
+		e.held[spec] = h
+	}
+	h.refs++
+	var once sync.Once
+	return func() { once.Do(func() { e.unhold(spec, h) }) }, nil
+}
+
+func (e *LoaderEngine) unhold(spec *jobs.Spec, h *heldLoader) {
+	e.mu.Lock()
+	h.refs--
+	last := h.refs == 0
+	if last {
+		delete(e.held, spec)
+	}
+	e.mu.Unlock()
+	if last {
+		h.l.Close()
+	}
+}
+
+// loader returns the job's held loader, or opens one; done closes what
+// was opened here.
+func (e *LoaderEngine) loader(ctx context.Context, job Job) (l *jobs.Loader, done func(), err error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.mu.Lock()
+	h := e.held[spec]
+	e.mu.Unlock()
+	if h != nil {
+		return h.l, func() {}, nil
+	}
+	if l, err = jobs.Open(ctx, spec, e.Options); err != nil {
+		return nil, nil, err
+	}
+	return l, func() { l.Close() }, nil
 }
 
 // ParseJob parses and validates a loader job spec. The schedule is checked
@@ -55,23 +126,16 @@ func loaderSpec(job Job) (*jobs.Spec, error) {
 
 // Plan plans one run of the job from its checkpoints.
 func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
-	spec, err := loaderSpec(job)
+	l, done, err := e.loader(ctx, job)
 	if err != nil {
 		return Plan{}, err
 	}
-	l, err := jobs.Open(ctx, spec, e.Options)
-	if err != nil {
-		return Plan{}, err
-	}
-	defer l.Close()
+	defer done()
 	p, err := l.Plan(ctx)
 	if err != nil {
 		return Plan{}, err
 	}
-	var plan Plan
-	for _, s := range p.Splits {
-		plan.Tasks = append(plan.Tasks, Task{Topic: s.Topic, Partition: s.Partition, Start: s.Start, End: s.End})
-	}
+	plan := Plan{Tasks: p.Splits}
 	for _, tp := range p.Topics {
 		if tp.Restart {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("topic %s was recreated (%s): started over from its first offsets (on_topic_recreated: restart)", tp.Topic, tp.Recreated))
@@ -94,37 +158,29 @@ func (e *LoaderEngine) Plan(ctx context.Context, job Job) (Plan, error) {
 // LockJob takes the job's lock in its output for the length of a run (the
 // workers' tasks commit under it) and renews it until release.
 func (e *LoaderEngine) LockJob(ctx context.Context, job Job) (func(), error) {
-	spec, err := loaderSpec(job)
-	if err != nil {
-		return nil, err
-	}
-	l, err := jobs.Open(ctx, spec, e.Options)
+	l, done, err := e.loader(ctx, job)
 	if err != nil {
 		return nil, err
 	}
 	lk, err := l.AcquireLock(jobs.LockScheduler)
 	if err != nil {
-		l.Close()
+		done()
 		return nil, err
 	}
 	return func() {
 		lk.Release()
-		l.Close()
+		done()
 	}, nil
 }
 
 // RunTask loads one split.
 func (e *LoaderEngine) RunTask(ctx context.Context, job Job, task Task) (TaskReport, error) {
-	spec, err := loaderSpec(job)
+	l, done, err := e.loader(ctx, job)
 	if err != nil {
 		return TaskReport{}, err
 	}
-	l, err := jobs.Open(ctx, spec, e.Options)
-	if err != nil {
-		return TaskReport{}, err
-	}
-	defer l.Close()
-	rep, err := l.RunTask(ctx, inputformat.Split{Topic: task.Topic, Partition: task.Partition, Start: task.Start, End: task.End})
+	defer done()
+	rep, err := l.RunTask(ctx, task)
 	if err != nil {
 		return TaskReport{}, err
 	}

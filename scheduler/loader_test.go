@@ -1,11 +1,16 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
@@ -70,5 +75,126 @@ allowed_lateness: 30s
 	files, _ := filepath.Glob(filepath.Join(h.out, "dt=2026-12-01", "hr=08", "*.parquet"))
 	if len(files) == 0 {
 		t.Fatal("no parquet files in hour 08")
+	}
+}
+
+// loaderJob writes a JSON-to-JSONL job of topic with tasks of 10 records
+// and returns it parsed by e; dials counts the connections its source
+// clients open.
+func loaderJob(t testing.TB, e *scheduler.LoaderEngine, addr, topic string) (scheduler.Job, *atomic.Int64) {
+	t.Helper()
+	var dials atomic.Int64
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	e.Options.KafkaOptions = append(e.Options.KafkaOptions, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, host)
+	}))
+	spec := fmt.Sprintf(`name: %s
+source:
+  bootstrap: [%s]
+  topics: [%s]
+  start: earliest
+  max_records_per_task: 10
+decode:
+  format: json
+partition:
+  by: hour
+  time_field: "@timestamp"
+output:
+  uri: file://%s
+  format: jsonl
+schedule: "@every 1m"
+`, topic, addr, topic, t.TempDir())
+	job, err := e.ParseJob("", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, &dials
+}
+
+// runPlanned plans one run of job and runs its tasks in order.
+func runPlanned(t testing.TB, e *scheduler.LoaderEngine, job scheduler.Job) int64 {
+	t.Helper()
+	ctx := context.Background()
+	plan, err := e.Plan(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records int64
+	for _, task := range plan.Tasks {
+		rep, err := e.RunTask(ctx, job, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records += rep.Records
+	}
+	return records
+}
+
+// TestLoaderEngineHoldsTheLoaderForARun: within a hold (a run) the plan
+// and the tasks share one source client; without one each opens its own.
+func TestLoaderEngineHoldsTheLoaderForARun(t *testing.T) {
+	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	for _, topic := range []string{"held", "unheld"} {
+		sluice.CreateTopic(t, addr, topic, 2)
+		sluice.Produce(t, addr, topic, 2, 0, 50, start, time.Second)
+	}
+	const tasks = 10 // 2 partitions × 50 records in tasks of 10
+
+	e := &scheduler.LoaderEngine{}
+	job, dials := loaderJob(t, e, addr, "held")
+	release, err := e.HoldJob(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runPlanned(t, e, job); n != 100 {
+		t.Fatalf("held: %d records loaded, want 100", n)
+	}
+	release()
+	release() // a second call does nothing
+	if n := dials.Load(); n >= tasks {
+		t.Fatalf("held: %d connections for a plan and %d tasks: the loader was not shared", n, tasks)
+	}
+
+	e = &scheduler.LoaderEngine{}
+	job, dials = loaderJob(t, e, addr, "unheld")
+	if n := runPlanned(t, e, job); n != 100 {
+		t.Fatalf("unheld: %d records loaded, want 100", n)
+	}
+	if n := dials.Load(); n < tasks+1 {
+		t.Fatalf("unheld: %d connections for a plan and %d tasks, want one client each", n, tasks)
+	}
+}
+
+// BenchmarkLoaderEngineRun: one run of 10 small tasks with the job's
+// loader held for the run (as the scheduler does) and opened per call.
+func BenchmarkLoaderEngineRun(b *testing.B) {
+	addr := sluice.StartBroker(b, sluice.BrokerOptions{}).Addr
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	seq := 0 // topic names are unique across the benchmark's rounds
+	for _, held := range []bool{true, false} {
+		name := map[bool]string{true: "held", false: "per-task"}[held]
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				seq++
+				topic := fmt.Sprintf("bench-%s-%d", name, seq)
+				sluice.CreateTopic(b, addr, topic, 2)
+				sluice.Produce(b, addr, topic, 2, 0, 50, start, time.Second)
+				e := &scheduler.LoaderEngine{}
+				job, _ := loaderJob(b, e, addr, topic)
+				b.StartTimer()
+				release := func() {}
+				if held {
+					var err error
+					if release, err = e.HoldJob(context.Background(), job); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runPlanned(b, e, job)
+				release()
+			}
+		})
 	}
 }

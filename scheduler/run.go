@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/writers"
 )
 
 // execute runs one run of job: plan (unless adopted), dispatch the tasks
@@ -22,6 +24,13 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		return
 	}
 	hist := NewHistory(fs, job.Name)
+	if h, ok := s.opts.Engine.(RunHolder); ok {
+		if release, err := h.HoldJob(ctx, job); err == nil {
+			defer release()
+		} else {
+			log.Debug("the job's loader is opened per call", "err", err)
+		}
+	}
 	if lk, ok := s.opts.Engine.(Locker); ok {
 		release, err := lk.LockJob(ctx, job)
 		if err != nil {
@@ -103,7 +112,7 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		rec.Error = fmt.Sprintf("%d of %d tasks failed after their retries; the next run resumes from the checkpoint. %s",
 			len(failed), len(rec.Tasks), strings.Join(failed, "; "))
 	}
-	c := &completeness{fs: fs, job: job, log: log}
+	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock.Now}), job: job, log: log}
 	marked, err := c.check(plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
 	rec.Complete = marked
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -394,6 +395,13 @@ func (s *Store) removeIfEmpty(dir string) {
 // manifest is reported with an error wrapping ErrTornManifest (after the
 // readable ones): run Recover.
 func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
+	return s.CommitsFrom(topic, partition, math.MinInt64)
+}
+
+// CommitsFrom is Commits of the manifests whose start is at least from:
+// one listing, and only those manifests read (a reader that keeps a
+// cursor, as the scheduler's completeness check, reads each commit once).
+func (s *Store) CommitsFrom(topic string, partition int32, from int64) ([]*Manifest, error) {
 	starts, err := s.starts(topic, partition)
 	if err != nil {
 		return nil, err
@@ -401,6 +409,9 @@ func (s *Store) Commits(topic string, partition int32) ([]*Manifest, error) {
 	var out []*Manifest
 	var torn []error
 	for _, st := range starts {
+		if st < from {
+			continue
+		}
 		m, err := s.readManifest(ManifestPath(topic, partition, st))
 		if err != nil {
 			if errors.Is(err, ErrTornManifest) {
