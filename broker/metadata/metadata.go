@@ -1,9 +1,10 @@
 // Package metadata is the broker's cluster metadata: which topics exist,
 // their ids, partition counts and configuration overrides, and the blocks
 // of producer ids handed out. The broker reads and changes it only through
-// Store, so that cluster mode can put it in ZooKeeper (/brokers/topics,
-// /config/topics, the producer-id block znode) in place of FileStore, the
-// single-node store in the data directory.
+// Store. Today the only implementation is FileStore, the single-node store
+// in the data directory; the interface is the seam where a ZooKeeper-backed
+// store (/brokers/topics, /config/topics, the producer-id block znode) will
+// go when the broker runs as a cluster — it does not exist yet.
 //
 // A Store records decisions; it opens no partition. The broker's serving
 // state (open partition logs) is built from it at start and follows each
@@ -50,8 +51,8 @@ type Topic struct {
 
 // Store holds the metadata. Every method is safe for concurrent use and
 // returns only when its change is durable (or has failed and changed
-// nothing). Implementations: FileStore (single node); a ZooKeeper-backed one
-// in cluster mode.
+// nothing). Implementations: FileStore (single node). There is no
+// ZooKeeper-backed one yet (cluster mode is not built).
 type Store interface {
 	// Load returns the registered topics sorted by name. fresh is true when
 	// the store was never written (a new data directory, or a lost

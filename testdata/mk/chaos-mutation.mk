@@ -11,4 +11,4 @@
 test: test-chaos-mutation
 
 test-chaos-mutation:
-	$(GO) test -race -count=1 -timeout 10m -tags '$(GOTAGS) sluice_mutation' -run 'TestMutation' ./testdata/chaos/workload/ ./internal/mutate/
+	$(GO) test -race -count=1 -timeout 10m -tags '$(GOTAGS),sluice_mutation' -run 'TestMutation' ./testdata/chaos/workload/ ./internal/mutate/
