@@ -128,6 +128,9 @@ func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
 	return nil
 }
 
+// runTask runs one attempt of split s: it opens the attempt, reads the
+// split to its end through the record loop, waits for the partition's
+// turn and commits. turn nil checks the turn in the store.
 func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc, progress func(int64)) (rep TaskReport, err error) {
 	rep = TaskReport{Split: s, Started: l.opts.Clock()}
 	defer func() {
@@ -143,92 +146,139 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 	if turn == nil {
 		turn = l.storeTurn
 	}
-	dec, err := l.decoderFor(ctx, s)
-	if err != nil {
+	t, rd, err := l.openAttempt(ctx, s, &rep)
+	if err != nil || t == nil {
 		return rep, err
 	}
-	mapper, err := l.newMapper()
-	if err != nil {
-		return rep, err
-	}
-	rd, err := inputformat.NewReader(l.kcl, s, l.opts.Reader)
-	if err != nil {
-		return rep, err
-	}
-	inc, err := l.incarnation(s.Topic)
-	if err != nil {
-		return rep, err
-	}
-	var w *writers.SplitWriter
-	for try := 0; ; try++ {
-		w, err = writers.NewSplitWriter(l.store, s,
-			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget}) // keepAlive below, after every fetch
-		// Another run's recovery may remove the split's directory while the
-		// attempt takes its first lease: look again, then start over.
-		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {
-			break
-		}
-		if done, cerr := l.committed(s); cerr != nil || done {
-			rep.AlreadyCommitted = done
-			return rep, cerr
-		}
-	}
-	if err != nil {
-		return rep, err
-	}
-	rep.Attempt = w.Attempt().ID()
-	t := &taskRun{l: l, rep: &rep, w: w, dec: dec, mapper: mapper, split: s}
-	if !l.opts.MapPath {
-		t.src = columnarSource(dec, mapper)
-	}
-	defer func() {
-		// Recovery (another run's) removes an attempt whose split another
-		// attempt committed, or whose lease expired: the split is done, or
-		// is to be run again.
-		if errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist) {
-			if done, cerr := l.committed(s); cerr == nil && done {
-				rep.AlreadyCommitted, err = true, nil
-			} else if errors.Is(err, writers.ErrAttemptExpired) {
-				err = fmt.Errorf("%w: %w", ErrNotReady, err)
-			}
-		}
-	}()
+	defer func() { err = l.settleLostAttempt(s, &rep, err) }()
 	defer func() {
 		if err != nil {
 			t.abort()
 		}
 	}()
-	renewEvery := l.opts.Store.Lease / 3
-	if renewEvery <= 0 {
-		renewEvery = time.Minute
+	lease := newAttemptLease(l, t.w)
+	if err := t.readAll(ctx, rd, lease, progress); err != nil {
+		return rep, err
 	}
-	renewed := l.opts.Clock()
-	keepAlive := func() error { // the lease: recovery must not take a live attempt for dead
-		if now := l.opts.Clock(); now.Sub(renewed) >= renewEvery {
-			renewed = now
-			return w.Attempt().Renew()
+	return rep, t.commit(ctx, rd.Reached(), turn, lease)
+}
+
+// openAttempt makes what one attempt of s needs: its decoder, mapper and
+// reader, and a split writer holding the attempt's lease. It returns a nil
+// taskRun (and no error) when the split turned out committed meanwhile.
+func (l *Loader) openAttempt(ctx context.Context, s inputformat.Split, rep *TaskReport) (*taskRun, *inputformat.Reader, error) {
+	dec, err := l.decoderFor(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	mapper, err := l.newMapper()
+	if err != nil {
+		return nil, nil, err
+	}
+	rd, err := inputformat.NewReader(l.kcl, s, l.opts.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := l.newSplitWriter(s, rep)
+	if err != nil || w == nil {
+		return nil, nil, err
+	}
+	rep.Attempt = w.Attempt().ID()
+	t := &taskRun{l: l, rep: rep, w: w, dec: dec, mapper: mapper, split: s}
+	if !l.opts.MapPath {
+		t.src = columnarSource(dec, mapper)
+	}
+	return t, rd, nil
+}
+
+// newSplitWriter opens the split's writer, which starts the attempt. It
+// returns nil (and no error) when the split was committed meanwhile.
+func (l *Loader) newSplitWriter(s inputformat.Split, rep *TaskReport) (*writers.SplitWriter, error) {
+	inc, err := l.incarnation(s.Topic)
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		w, err := writers.NewSplitWriter(l.store, s,
+			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
+				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget}) // the attempt lease renews, after every fetch
+		// Another run's recovery may remove the split's directory while the
+		// attempt takes its first lease: look again, then start over.
+		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {
+			return w, err
 		}
+		if done, cerr := l.committed(s); cerr != nil || done {
+			rep.AlreadyCommitted = done
+			return nil, cerr
+		}
+	}
+}
+
+// settleLostAttempt classifies the end of an attempt that recovery (another
+// run's) took away: recovery removes an attempt whose split another attempt
+// committed, or whose lease expired. The split is then done, or is to be
+// run again (ErrNotReady).
+func (l *Loader) settleLostAttempt(s inputformat.Split, rep *TaskReport, err error) error {
+	if !errors.Is(err, writers.ErrAttemptExpired) && !errors.Is(err, vfs.ErrNotExist) {
+		return err
+	}
+	if done, cerr := l.committed(s); cerr == nil && done {
+		rep.AlreadyCommitted = true
 		return nil
 	}
+	if errors.Is(err, writers.ErrAttemptExpired) {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return err
+}
+
+// attemptLease renews an attempt's lease (the writers leave it to the
+// task: CallerRenews), so that recovery never takes a live attempt for
+// dead.
+type attemptLease struct {
+	l       *Loader
+	w       *writers.SplitWriter
+	every   time.Duration // a third of the store's lease
+	renewed time.Time
+}
+
+func newAttemptLease(l *Loader, w *writers.SplitWriter) *attemptLease {
+	every := l.opts.Store.Lease / 3
+	if every <= 0 {
+		every = time.Minute
+	}
+	return &attemptLease{l: l, w: w, every: every, renewed: l.opts.Clock()}
+}
+
+// keepAlive renews the lease when a third of it has passed.
+func (a *attemptLease) keepAlive() error {
+	if now := a.l.opts.Clock(); now.Sub(a.renewed) >= a.every {
+		a.renewed = now
+		return a.w.Attempt().Renew()
+	}
+	return nil
+}
+
+// readAll is the record loop: it reads the split to its end and hands each
+// record to record, renewing the lease after every fetch.
+func (t *taskRun) readAll(ctx context.Context, rd *inputformat.Reader, lease *attemptLease, progress func(int64)) error {
 	for {
 		recs, done, err := rd.Next(ctx)
 		if err != nil {
-			return rep, err
+			return err
 		}
-		if err := keepAlive(); err != nil {
-			return rep, err
+		if err := lease.keepAlive(); err != nil {
+			return err
 		}
 		for i, r := range recs {
 			if err := t.record(ctx, r); err != nil {
-				return rep, err
+				return err
 			}
-			// The writers leave the lease to us (CallerRenews): look at the
-			// clock within a batch too, since writing a record can end a row
-			// group or a file, which takes its time.
+			// Look at the clock within a batch too, since writing a record
+			// can end a row group or a file, which takes its time.
 			if i%64 == 63 {
-				if err := keepAlive(); err != nil {
-					return rep, err
+				if err := lease.keepAlive(); err != nil {
+					return err
 				}
 			}
 		}
@@ -239,41 +289,48 @@ func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc
 			break
 		}
 	}
-	if rd.Reached() != s.End {
-		return rep, fmt.Errorf("%w: %s reached %d", ErrIncomplete, s, rd.Reached())
+	if rd.Reached() != t.split.End {
+		return fmt.Errorf("%w: %s reached %d", ErrIncomplete, t.split, rd.Reached())
 	}
+	return nil
+}
+
+// commit closes the dead letters, waits for the partition's turn, checks
+// the job lock's fence and commits the attempt up to reached; the report
+// says whether this attempt's commit is the split's.
+func (t *taskRun) commit(ctx context.Context, reached int64, turn turnFunc, lease *attemptLease) error {
 	if err := t.closeDeadLetters(); err != nil {
-		return rep, err
+		return err
 	}
-	if err := waitTurn(ctx, s, turn, renewEvery, keepAlive); err != nil {
-		return rep, err
+	if err := waitTurn(ctx, t.split, turn, lease.every, lease.keepAlive); err != nil {
+		return err
 	}
-	if err := l.fence(); err != nil {
-		return rep, err
+	if err := t.l.fence(); err != nil {
+		return err
 	}
-	res, err := w.Commit(rd.Reached())
+	res, err := t.w.Commit(reached)
 	if errors.Is(err, writers.ErrNotChained) {
 		// A planner with another view committed meanwhile: plan again.
-		return rep, fmt.Errorf("%w: %w", ErrNotReady, err)
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	t.committed = true // from here the attempt is the writers' (won, lost, or left to recovery)
 	if err != nil && !res.Won {
 		// The outcome may be unknown (recovery completes a commit from its
 		// intent): keep the dead letters, only the committed attempt's count.
-		return rep, err
+		return err
 	}
-	rep.Won = res.Won
+	t.rep.Won = res.Won
 	if !res.Won {
 		t.removeDeadLetters()
-		rep.AlreadyCommitted = true
+		t.rep.AlreadyCommitted = true
 	}
 	if res.Manifest != nil && res.Won {
 		for _, f := range res.Manifest.Files {
-			rep.Files = append(rep.Files, f.Final)
-			rep.BytesOut += f.Bytes
+			t.rep.Files = append(t.rep.Files, f.Final)
+			t.rep.BytesOut += f.Bytes
 		}
 	}
-	return rep, err // a roll-forward error after a won commit: recovery finishes it
+	return err // a roll-forward error after a won commit: recovery finishes it
 }
 
 // waitTurn waits until s may commit, renewing the attempt's lease while it

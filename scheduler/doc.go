@@ -5,7 +5,11 @@
 // history, and marks complete time directories with _SUCCESS.
 //
 // The loader is reached through the narrow Engine interface (ParseJob,
-// Plan, RunTask); LoaderEngine adapts package jobs. Task attempts go
+// Plan, RunTask); LoaderEngine adapts package jobs, whose splits are the
+// tasks (Task is inputformat.Split). An Engine that is a RunHolder
+// (LoaderEngine) keeps the job's loader, with its source client and output
+// file system, open for the length of a run: the run's plan, lock and
+// in-process tasks share it. Task attempts go
 // through a Dispatcher: LocalPool runs them in this process (embedded
 // mode); package cluster queues them in ZooKeeper for `sluice worker`
 // processes and elects one leading scheduler.
@@ -55,8 +59,9 @@
 // to the high watermark read when the run planned is at the planning time;
 // otherwise it is at the start of the newest directory its committed files
 // reached. Every directory from the first one loaded onwards is marked,
-// empty ones included. Record counts are summed from the commit manifests
-// (read from a per-partition cursor, never by listing the warehouse).
+// empty ones included. Record counts are summed from the commit manifests,
+// read through the writers' store from a per-partition cursor
+// (writers.Store.CommitsFrom), never by listing the warehouse.
 //
 // # Time
 //
@@ -69,4 +74,6 @@
 // each partition of a run another. Scheduler.mu guards the job table, the
 // running and skipped maps and the open outputs; it is never held across
 // an Engine, Dispatcher or file-system call except for opening an output.
+// LoaderEngine.mu guards its held loaders and is held while HoldJob opens
+// one (so that two holds of a job open it once), never across a task.
 package scheduler

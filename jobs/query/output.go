@@ -64,150 +64,196 @@ func Write(w io.Writer, rows Result, o Output) (int64, error) {
 	return n, err
 }
 
+// printer reads a result's rows for one Write: the values scanned, times
+// tagged with their column's type and zone, and the count printed.
+type printer struct {
+	rows  Result
+	cols  []string
+	types []string
+	limit int64
+	loc   *time.Location
+	n     int64 // rows printed
+}
+
 func write(w io.Writer, rows Result, cols, types []string, formatName string, limit int64, loc *time.Location) (int64, error) {
-	next := func() ([]any, bool, error) {
-		if !rows.Next() {
-			return nil, false, rows.Err()
-		}
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, false, err
-		}
-		for i, v := range vals {
-			if t, ok := v.(time.Time); ok {
-				if withZone(types[i]) {
-					t = t.In(loc)
-				}
-				vals[i] = timeValue{t, types[i]}
-			}
-		}
-		return vals, true, nil
-	}
-	var n int64
-	more := func() bool { return limit <= 0 || n < limit }
+	p := &printer{rows: rows, cols: cols, types: types, limit: limit, loc: loc}
+	var err error
 	switch formatName {
 	case FormatCSV:
-		cw := csv.NewWriter(w)
-		cw.Write(cols)
-		for more() {
-			vals, ok, err := next()
-			if err != nil || !ok {
-				cw.Flush()
-				return n, firstErr(err, cw.Error())
-			}
-			rec := make([]string, len(vals))
-			for i, v := range vals {
-				if v != nil {
-					rec[i] = text(v)
-				}
-			}
-			if err := cw.Write(rec); err != nil {
-				return n, err
-			}
-			n++
-		}
-		cw.Flush()
-		return n, cw.Error()
+		err = p.writeCSV(w)
 	case FormatJSON:
-		if _, err := io.WriteString(w, "["); err != nil {
-			return 0, err
+		err = p.writeJSON(w)
+	default:
+		err = p.writeTable(w)
+	}
+	return p.n, err
+}
+
+// more reports whether the limit allows another row.
+func (p *printer) more() bool { return p.limit <= 0 || p.n < p.limit }
+
+// next scans the next row (ok false at the end).
+func (p *printer) next() ([]any, bool, error) {
+	if !p.rows.Next() {
+		return nil, false, p.rows.Err()
+	}
+	vals := make([]any, len(p.cols))
+	ptrs := make([]any, len(p.cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := p.rows.Scan(ptrs...); err != nil {
+		return nil, false, err
+	}
+	for i, v := range vals {
+		if t, ok := v.(time.Time); ok {
+			if withZone(p.types[i]) {
+				t = t.In(p.loc)
+			}
+			vals[i] = timeValue{t, p.types[i]}
 		}
-		for more() {
-			vals, ok, err := next()
-			if err != nil {
-				return n, err
-			}
-			if !ok {
-				break
-			}
-			sep := ",\n"
-			if n == 0 {
-				sep = "\n"
-			}
-			obj := orderedObject{keys: cols, vals: make([]any, len(vals))}
-			for i, v := range vals {
-				obj.vals[i] = jsonValue(v)
-			}
-			b, err := json.Marshal(obj)
-			if err != nil {
-				return n, err
-			}
-			if _, err := io.WriteString(w, sep); err != nil {
-				return n, err
-			}
-			if _, err := w.Write(b); err != nil {
-				return n, err
-			}
-			n++
+	}
+	return vals, true, nil
+}
+
+// writeCSV writes a header and one record per row.
+func (p *printer) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(p.cols)
+	for p.more() {
+		vals, ok, err := p.next()
+		if err != nil || !ok {
+			cw.Flush()
+			return firstErr(err, cw.Error())
 		}
-		_, err := io.WriteString(w, "\n]\n")
-		return n, err
-	default: // FormatTable
-		var buf [][]string
-		for int64(len(buf)) < widthRows && more() {
-			vals, ok, err := next()
-			if err != nil {
-				return n, err
-			}
-			if !ok {
-				break
-			}
-			buf = append(buf, cells(vals))
-			n++
-		}
-		widths := make([]int, len(cols))
-		for i, c := range cols {
-			widths[i] = utf8.RuneCountInString(c)
-		}
-		for _, r := range buf {
-			for i, c := range r {
-				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		rec := make([]string, len(vals))
+		for i, v := range vals {
+			if v != nil {
+				rec[i] = text(v)
 			}
 		}
-		line := func(r []string) error {
-			var b strings.Builder
-			for i, c := range r {
-				if i > 0 {
-					b.WriteString("  ")
-				}
-				b.WriteString(c)
-				if i < len(r)-1 {
-					b.WriteString(strings.Repeat(" ", max(0, widths[i]-utf8.RuneCountInString(c))))
-				}
-			}
-			b.WriteString("\n")
-			_, err := io.WriteString(w, b.String())
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
-		if err := line(cols); err != nil {
-			return n, err
-		}
-		rule := make([]string, len(cols))
-		for i := range cols {
-			rule[i] = strings.Repeat("-", widths[i])
-		}
-		line(rule)
-		for _, r := range buf {
-			if err := line(r); err != nil {
-				return n, err
-			}
-		}
-		for more() {
-			vals, ok, err := next()
-			if err != nil || !ok {
-				return n, err
-			}
-			if err := line(cells(vals)); err != nil {
-				return n, err
-			}
-			n++
-		}
-		return n, nil
+		p.n++
 	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// writeJSON writes one array of objects, a row per line.
+func (p *printer) writeJSON(w io.Writer) error {
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	for p.more() {
+		vals, ok, err := p.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		sep := ",\n"
+		if p.n == 0 {
+			sep = "\n"
+		}
+		obj := orderedObject{keys: p.cols, vals: make([]any, len(vals))}
+		for i, v := range vals {
+			obj.vals[i] = jsonValue(v)
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		p.n++
+	}
+	_, err := io.WriteString(w, "\n]\n")
+	return err
+}
+
+// writeTable sizes the columns from the first widthRows rows, prints the
+// header, the rule and those rows, then streams the rest.
+func (p *printer) writeTable(w io.Writer) error {
+	var page [][]string
+	for int64(len(page)) < widthRows && p.more() {
+		vals, ok, err := p.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		page = append(page, cells(vals))
+		p.n++
+	}
+	t := tableLayout{w: w, widths: columnWidths(p.cols, page)}
+	if err := t.line(p.cols); err != nil {
+		return err
+	}
+	rule := make([]string, len(p.cols))
+	for i := range p.cols {
+		rule[i] = strings.Repeat("-", t.widths[i])
+	}
+	t.line(rule)
+	for _, r := range page {
+		if err := t.line(r); err != nil {
+			return err
+		}
+	}
+	for p.more() {
+		vals, ok, err := p.next()
+		if err != nil || !ok {
+			return err
+		}
+		if err := t.line(cells(vals)); err != nil {
+			return err
+		}
+		p.n++
+	}
+	return nil
+}
+
+// columnWidths is the width of each column: its name's or its widest cell's.
+func columnWidths(cols []string, page [][]string) []int {
+	widths := make([]int, len(cols))
+	for i, c := range cols {
+		widths[i] = utf8.RuneCountInString(c)
+	}
+	for _, r := range page {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	return widths
+}
+
+// tableLayout prints rows padded to the columns' widths.
+type tableLayout struct {
+	w      io.Writer
+	widths []int
+}
+
+func (t tableLayout) line(r []string) error {
+	var b strings.Builder
+	for i, c := range r {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(c)
+		if i < len(r)-1 {
+			b.WriteString(strings.Repeat(" ", max(0, t.widths[i]-utf8.RuneCountInString(c))))
+		}
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(t.w, b.String())
+	return err
 }
 
 func firstErr(a, b error) error {
