@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // TimestampType is the topic's message.timestamp.type.
@@ -99,8 +97,3 @@ func (c Config) normalize() (Config, error) {
 	}
 	return c, nil
 }
-
-// Clock is the partition logs' source of time (segment.ms rolls,
-// retention, flush.ms, producer-id expiry, LogAppendTime): internal/clock's
-// Clock under the name ManagerOptions uses. Tests pass a clock.Manual.
-type Clock = clock.Clock

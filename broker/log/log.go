@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -45,7 +46,7 @@ type Log struct {
 	dir     string
 	fs      vfs.FS
 	cache   *fileCache
-	clock   Clock
+	clock   clock.Clock
 	logger  *slog.Logger
 	metrics *counters
 	indexes *indexLRU // bounds the loaded indexes of sealed segments; nil = no bound

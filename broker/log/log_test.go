@@ -30,7 +30,7 @@ func fileSystems(t *testing.T) []testFS {
 	}
 }
 
-func openManager(t testing.TB, fsys vfs.FS, dir string, clock Clock) *Manager {
+func openManager(t testing.TB, fsys vfs.FS, dir string, clock clock.Clock) *Manager {
 	t.Helper()
 	m, err := OpenManager(ManagerOptions{FS: fsys, Dir: dir, Clock: clock})
 	if err != nil {

@@ -18,10 +18,10 @@ import (
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	FS           vfs.FS // vfs.OS{} in production
-	Dir          string // the data directory
-	Clock        Clock  // nil = clock.Real
-	MaxOpenFiles int    // bound on cached segment file handles; 0 = 1024
+	FS           vfs.FS      // vfs.OS{} in production
+	Dir          string      // the data directory
+	Clock        clock.Clock // nil = clock.Real
+	MaxOpenFiles int         // bound on cached segment file handles; 0 = 1024
 	// MaxLoadedIndexes bounds the sealed segments whose indexes are held in
 	// memory; 0 = 1024.
 	MaxLoadedIndexes int

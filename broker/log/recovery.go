@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -114,7 +115,7 @@ type openParams struct {
 	dir     string
 	tp      TopicPartition
 	cfg     Config
-	clock   Clock
+	clock   clock.Clock
 	logger  *slog.Logger
 	cache   *fileCache
 	metrics *counters

@@ -25,7 +25,7 @@ func handleDescribeLogDirs(s *Server, _ *requestContext, kreq kmsg.Request) (rep
 		dir.Dir = abs
 	}
 	dir.TotalBytes, dir.UsableBytes = -1, -1
-	if s.opts.FS == (vfs.OS{}) {
+	if _, onDisk := s.opts.FS.(vfs.OS); onDisk {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(s.opts.DataDir, &st); err == nil {
 			dir.TotalBytes = int64(st.Blocks) * st.Bsize

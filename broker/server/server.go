@@ -95,7 +95,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: create data dir %s: %w", opts.DataDir, err)
 	}
 	unlock := func() {}
-	if opts.FS == (vfs.OS{}) {
+	if _, onDisk := opts.FS.(vfs.OS); onDisk { // the real disk, whatever its sync setting
 		var err error
 		if unlock, err = lockDataDir(opts.DataDir); err != nil {
 			return nil, err
