@@ -24,6 +24,12 @@ func TestConformance(t *testing.T) {
 	t.Run("os", func(t *testing.T) {
 		vfstest.Run(t, vfstest.Options{New: func(t *testing.T) (vfs.FS, string) { return vfs.OS{}, t.TempDir() }})
 	})
+	t.Run("os-bylink", func(t *testing.T) {
+		vfstest.Run(t, vfstest.Options{
+			New:               func(t *testing.T) (vfs.FS, string) { return vfs.OSByLink, t.TempDir() },
+			RenameChecksFirst: true, // a directory moves by a checked rename(2)
+		})
+	})
 	t.Run("os-nosync", func(t *testing.T) {
 		vfstest.Run(t, vfstest.Options{New: func(t *testing.T) (vfs.FS, string) { return vfs.OS{NoSync: true}, t.TempDir() }})
 	})
