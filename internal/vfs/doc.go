@@ -37,8 +37,10 @@
 //     or partial while (or if) its writer is still writing, so callers protect
 //     the content with a checksum (the commit manifest does).
 //   - File.Sync makes the file's data durable. Close releases the handle and
-//     makes nothing durable (except on HDFS, where Close completes the file
-//     on the NameNode, every DataNode of the pipeline having acknowledged).
+//     makes nothing durable. HDFS is the other way round: Sync only sends the
+//     data down the DataNode pipeline, and Close makes it durable (it waits
+//     for every DataNode of the pipeline and completes the file on the
+//     NameNode); vfs.Durable's Close, which does both, is durable on each.
 //     Reads of an open file keep working after its name was removed (not on
 //     HDFS, whose blocks go with the name).
 //   - SyncDir makes a directory's entries (creations, renames, removals in
