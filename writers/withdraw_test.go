@@ -92,8 +92,8 @@ func TestNextStartReadsNewestOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counter := vfs.FailAt(mem, -1, false)
-	store := NewStore(counter, StoreOptions{})
+	counter := faults.Record(faults.Never)
+	store := NewStore(vfs.NewFaulty(mem, counter), StoreOptions{})
 	n, err := store.NextStart("pv", 0, 0)
 	if err != nil || n != hours*1000 {
 		t.Fatalf("NextStart %d %v", n, err)

@@ -177,6 +177,33 @@ func (f filter) MaybeError(op Op, path string) error {
 	return f.inj.MaybeError(op, path)
 }
 
+// Recorder passes each operation to an Injector and keeps "op path" of
+// every one, in order, for a test that checks which operations a bounded
+// workload makes (it keeps them all).
+type Recorder struct {
+	inj Injector
+	mu  sync.Mutex // guards log
+	log []string
+}
+
+// Record returns a Recorder in front of inj.
+func Record(inj Injector) *Recorder { return &Recorder{inj: inj} }
+
+// MaybeError implements Injector.
+func (r *Recorder) MaybeError(op Op, path string) error {
+	r.mu.Lock()
+	r.log = append(r.log, string(op)+" "+path)
+	r.mu.Unlock()
+	return r.inj.MaybeError(op, path)
+}
+
+// Log returns the operations seen so far ("op path").
+func (r *Recorder) Log() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
 // Never is an Injector that fails nothing (wrappers count with it).
 var Never Injector = never{}
 

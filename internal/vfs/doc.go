@@ -37,8 +37,10 @@
 //     or partial while (or if) its writer is still writing, so callers protect
 //     the content with a checksum (the commit manifest does).
 //   - File.Sync makes the file's data durable. Close releases the handle and
-//     makes nothing durable (except on HDFS, where Close completes the file
-//     on the NameNode, every DataNode of the pipeline having acknowledged).
+//     makes nothing durable. HDFS is the other way round: Sync only sends the
+//     data down the DataNode pipeline, and Close makes it durable (it waits
+//     for every DataNode of the pipeline and completes the file on the
+//     NameNode); vfs.Durable's Close, which does both, is durable on each.
 //     Reads of an open file keep working after its name was removed (not on
 //     HDFS, whose blocks go with the name).
 //   - SyncDir makes a directory's entries (creations, renames, removals in
@@ -54,11 +56,14 @@
 //     fails with ErrExist when newname exists, leaving both as they were. A
 //     crash in the middle leaves the old name, the new name or both, never
 //     neither; when it returns nil the new name is durable (the old name's
-//     removal needs SyncDir of its parent). On the OS a file moves by link(2)
-//     (atomic and exclusive), fsync of the new directory, unlink; if newname
-//     is already the very same file (a move interrupted between link and
-//     unlink) it finishes the move and succeeds. A directory moves by a
-//     checked rename(2). On HDFS, whose rename overwrites, it is
+//     removal needs SyncDir of its parent). On Linux it is one
+//     renameat2(2) with RENAME_NOREPLACE, atomic and exclusive for files
+//     and directories: of several racing movers onto one name exactly one
+//     wins. Where the kernel or the file system lacks it, a file moves by
+//     link(2) (atomic and exclusive), fsync of the new directory, unlink,
+//     and a directory by a checked rename(2). If newname is already the
+//     very same file (a link move interrupted between link and unlink) it
+//     finishes the move and succeeds. On HDFS, whose rename overwrites, it is
 //     check-then-rename: exclusive only when, as in the writers' commit
 //     protocol, no one else can create newname; a caller that races others
 //     for a name must use CreateExclusive or WriteExclusive instead.

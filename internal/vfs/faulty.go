@@ -22,7 +22,8 @@ import (
 // A failed operation is not performed, with two exceptions that leave what
 // a crash would leave: a failing WriteAt first writes the first half of its
 // data (a torn write), and a failing File.Close still closes the file
-// beneath. A failing Write writes nothing.
+// beneath. A failing Write writes nothing. To see which operations a
+// workload makes, put a faults.Recorder in front of the injector.
 type Faulty struct {
 	fs  FS
 	inj faults.Injector
@@ -30,7 +31,6 @@ type Faulty struct {
 	mu     sync.Mutex // guards the fields below
 	count  int
 	failed bool
-	log    []string
 }
 
 var _ FS = (*Faulty)(nil)
@@ -59,18 +59,10 @@ func (f *Faulty) Failed() bool {
 	return f.failed
 }
 
-// Log returns the operations seen, in order ("op path").
-func (f *Faulty) Log() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.log...)
-}
-
 func (f *Faulty) step(op faults.Op, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count++
-	f.log = append(f.log, string(op)+" "+name)
 	err := f.inj.MaybeError(op, name)
 	if err != nil {
 		f.failed = true

@@ -18,6 +18,8 @@ import (
 // scratch output only.
 type OS struct {
 	NoSync bool
+
+	byLink bool // RenameNoReplace never tries renameat2 (tests of the fallback)
 }
 
 var _ FS = OS{}
@@ -76,6 +78,10 @@ func (o OS) Open(name string) (File, error) { return o.open(name, os.O_RDONLY, 0
 
 var tmpSeq atomic.Uint64
 
+// errNoRenameNoReplace says that the system cannot rename without replacing
+// in one step (renameNoReplace's fallback signal; never returned by OS).
+var errNoRenameNoReplace = errors.New("vfs: no atomic rename without replace here")
+
 // WriteExclusive implements FS: a temporary file, fsync, link(2) into place
 // (which fails if name exists), unlink of the temporary, fsync of the
 // directory. A reader never sees the file partial.
@@ -115,10 +121,36 @@ func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
 // RenameReplace implements FS: rename(2).
 func (OS) RenameReplace(oldname, newname string) error { return os.Rename(oldname, newname) }
 
-// RenameNoReplace implements FS: a file by link(2), fsync of the new
-// directory, unlink; a directory by a checked rename(2) and fsync of the new
-// parent.
+// RenameNoReplace implements FS: renameat2(2) with RENAME_NOREPLACE where
+// the kernel and the file system have it (Linux), one atomic and exclusive
+// step for files and directories alike. Elsewhere a file moves by link(2)
+// (atomic and exclusive), fsync of the new directory, unlink, and a
+// directory by a checked rename(2) (check-then-rename). Either way the new
+// directory is synced. If newname is already oldname's very file (a link
+// move interrupted between link and unlink, or a concurrent one), it
+// finishes the move and succeeds.
 func (o OS) RenameNoReplace(oldname, newname string) error {
+	err := errNoRenameNoReplace
+	if !o.byLink {
+		err = renameNoReplace(oldname, newname)
+	}
+	switch {
+	case errors.Is(err, errNoRenameNoReplace):
+		return o.renameByLink(oldname, newname)
+	case errors.Is(err, fs.ErrExist):
+		st, serr := os.Lstat(oldname)
+		if serr != nil {
+			return &fs.PathError{Op: "rename", Path: newname, Err: ErrExist}
+		}
+		return o.finishMove(st, oldname, newname)
+	case err != nil:
+		return err
+	}
+	return o.SyncDir(filepath.Dir(newname))
+}
+
+// renameByLink is RenameNoReplace without renameat2.
+func (o OS) renameByLink(oldname, newname string) error {
 	st, err := os.Lstat(oldname)
 	if err != nil {
 		return err
@@ -136,13 +168,25 @@ func (o OS) RenameNoReplace(oldname, newname string) error {
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		// Already moved (a crash between link and unlink, or a concurrent
-		// roll-forward): the destination is this very file. Finish the move.
-		nst, serr := os.Lstat(newname)
-		if serr != nil || !os.SameFile(st, nst) {
-			return &fs.PathError{Op: "rename", Path: newname, Err: ErrExist}
-		}
+		return o.finishMove(st, oldname, newname)
 	}
+	return o.unlinkMoved(oldname, newname)
+}
+
+// finishMove is RenameNoReplace finding newname present: if it is the file
+// st describes (oldname's), the move was made by link and not finished, so
+// it finishes it; otherwise newname is another path: ErrExist.
+func (o OS) finishMove(st fs.FileInfo, oldname, newname string) error {
+	nst, err := os.Lstat(newname)
+	if err != nil || st.IsDir() || !os.SameFile(st, nst) {
+		return &fs.PathError{Op: "rename", Path: newname, Err: ErrExist}
+	}
+	return o.unlinkMoved(oldname, newname)
+}
+
+// unlinkMoved ends a move by link: the new name made durable, the old one
+// removed.
+func (o OS) unlinkMoved(oldname, newname string) error {
 	if err := o.SyncDir(filepath.Dir(newname)); err != nil {
 		return err
 	}

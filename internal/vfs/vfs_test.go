@@ -24,6 +24,12 @@ func TestConformance(t *testing.T) {
 	t.Run("os", func(t *testing.T) {
 		vfstest.Run(t, vfstest.Options{New: func(t *testing.T) (vfs.FS, string) { return vfs.OS{}, t.TempDir() }})
 	})
+	t.Run("os-bylink", func(t *testing.T) {
+		vfstest.Run(t, vfstest.Options{
+			New:               func(t *testing.T) (vfs.FS, string) { return vfs.OSByLink, t.TempDir() },
+			RenameChecksFirst: true, // a directory moves by a checked rename(2)
+		})
+	})
 	t.Run("os-nosync", func(t *testing.T) {
 		vfstest.Run(t, vfstest.Options{New: func(t *testing.T) (vfs.FS, string) { return vfs.OS{NoSync: true}, t.TempDir() }})
 	})
@@ -76,10 +82,11 @@ func TestMemRenameDir(t *testing.T) {
 }
 
 // TestFaultyCounter: the i-th operation fails (a WriteAt torn), only it
-// unless sticky; Ops and Log see every operation.
+// unless sticky; Ops and a Recorder see every operation.
 func TestFaultyCounter(t *testing.T) {
 	inj := faults.OnIndex(2)
-	fs := vfs.NewFaulty(vfs.NewMem(), inj)
+	rec := faults.Record(inj)
+	fs := vfs.NewFaulty(vfs.NewMem(), rec)
 	fs.MkdirAll("/d")                        // op 0
 	f, _ := fs.Create("/d/f")                // op 1
 	n, err := f.WriteAt(make([]byte, 10), 0) // op 2 fails, torn
@@ -92,8 +99,8 @@ func TestFaultyCounter(t *testing.T) {
 	if fired, what := inj.Fired(); !fired || what == "" {
 		t.Fatal("Fired() does not report the failure")
 	}
-	if fs.Ops() != 4 || !fs.Failed() || fs.Log()[2] != "write /d/f" {
-		t.Fatalf("ops %d failed %v log %v", fs.Ops(), fs.Failed(), fs.Log())
+	if fs.Ops() != 4 || !fs.Failed() || rec.Log()[2] != "write /d/f" {
+		t.Fatalf("ops %d failed %v log %v", fs.Ops(), fs.Failed(), rec.Log())
 	}
 	sticky := vfs.FailAt(vfs.NewMem(), 0, true)
 	sticky.MkdirAll("/x")

@@ -44,7 +44,8 @@ func (f *writer) ReadAt([]byte, int64) (int, error) { return 0, unsupported("rea
 func (f *writer) Truncate(int64) error              { return unsupported("truncate", f.name) }
 func (f *writer) Size() (int64, error)              { return f.written, nil }
 
-// Sync flushes what was written to every DataNode of the pipeline.
+// Sync sends what was written down the pipeline without waiting for the
+// DataNodes' acknowledgements; only Close makes the data durable.
 func (f *writer) Sync() error { return f.w.Flush() }
 
 // Close completes the file, retrying with backoff while the NameNode says

@@ -12,11 +12,14 @@
 //     WriteAt only at its end; Read, ReadAt and Size on a file opened for
 //     reading. Everything else (random writes, Truncate, OpenReadWrite, reads
 //     of a file being written) fails with vfs.ErrUnsupported.
-//   - File.Sync is the client's Flush: the data written so far reached every
-//     DataNode of the pipeline (hflush), visible to new readers; Close
-//     completes the file on the NameNode, retrying while the NameNode says
-//     the last block is still replicating (bounded by
-//     Options.CloseTimeout). An empty file has no block and closes at once.
+//   - File.Sync is the client's Flush: it sends what is buffered down the
+//     DataNode pipeline and does not wait for the acknowledgements (the
+//     client has no hflush), so Sync alone makes nothing durable. Close
+//     does: it sends the rest, waits until every DataNode of the pipeline
+//     acknowledged the block, and completes the file on the NameNode,
+//     retrying while the NameNode says the last block is still replicating
+//     (bounded by Options.CloseTimeout). An empty file has no block and
+//     closes at once.
 //   - WriteExclusive is CreateExclusive, one Write and Close: a reader may
 //     see the file empty or partial while its writer writes.
 //   - RenameReplace is the client's Rename, which overwrites: atomic on the

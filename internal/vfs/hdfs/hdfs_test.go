@@ -32,6 +32,7 @@ func TestConformance(t *testing.T) {
 			}
 			return h, root
 		},
-		AppendOnly: true,
+		AppendOnly:        true,
+		RenameChecksFirst: true,
 	})
 }
