@@ -53,8 +53,9 @@ type Options struct {
 	MapPath bool
 	// MemoryBudget bounds the rows that the open files of the loader's
 	// tasks buffer in memory, all together (see writers.MemoryBudget);
-	// loaders given the same budget share it. Nil: a budget of
-	// writers.DefaultMemoryBudget for this loader.
+	// loaders given the same budget share it, and a process that opens
+	// several loaders (scheduler.LoaderEngine) gives them all one. Nil: a
+	// budget of writers.DefaultMemoryBudget for this loader alone.
 	MemoryBudget *writers.MemoryBudget
 	// LockLease is how long the job lock lasts unless renewed (default 1
 	// minute; renewed every third): a run killed without releasing it
@@ -171,6 +172,10 @@ func (l *Loader) Spec() *Spec { return l.spec }
 
 // Store returns the output's commit store.
 func (l *Loader) Store() *writers.Store { return l.store }
+
+// MemoryBudget returns the budget the loader's tasks buffer rows under
+// (Options.MemoryBudget, or the loader's own).
+func (l *Loader) MemoryBudget() *writers.MemoryBudget { return l.opts.MemoryBudget }
 
 func (l *Loader) newMapper() (Mapper, error) {
 	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select})
