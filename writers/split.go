@@ -66,10 +66,10 @@ type SplitWriter struct {
 	// ErrNotChained is not finished and may be retried)
 	finished bool
 	// the columnar path: the time field's index in the Out fields of
-	// timeIdxFor, and the last partition directory
+	// timeIdxFor
 	timeIdxFor *avrocodec.Projection
 	timeIdx    int
-	dirs       dirCache
+	dirs       dirCache // the last partition directory
 }
 
 type openFile struct {
@@ -160,7 +160,7 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 	if err != nil {
 		return err
 	}
-	dir, err := w.cfg.Partitioner.dir(value, meta.Timestamp, w.cfg.TimeRange)
+	dir, err := w.cfg.Partitioner.dir(value, meta.Timestamp, w.cfg.TimeRange, &w.dirs)
 	if err != nil {
 		return err
 	}
