@@ -225,7 +225,7 @@ func (l *Loader) checkFixedSchema() error {
 	}
 	fw, err := format.NewWriter(io.Discard, out, l.fmtOpts)
 	if err != nil {
-		if errors.Is(err, format.ErrUnsupportedSchema) {
+		if errors.Is(err, avrocodec.ErrUnsupportedSchema) {
 			return fmt.Errorf("%w: output.format %s cannot hold the rows of schema %s: %v", ErrSpec, l.spec.Output.Format, fullName(in), err)
 		}
 		return fmt.Errorf("jobs: checking the output schema: %w", err)

@@ -81,7 +81,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		for _, f := range fields {
 			switch f.Name {
 			case ColTopic, ColPartition, ColOffset, ColTimestamp:
-				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", ErrUnsupportedSchema, f.Name)
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, f.Name)
 			}
 		}
 		fields = append(fields,
