@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluicehq/sluice/internal/avrocodec"
-	"github.com/sluicehq/sluice/writers/format"
 )
 
 // ErrBadRecord is wrapped by every error a record's bytes cause (they do
@@ -195,7 +194,7 @@ func decodeAvro(ctx context.Context, src avroSource, value []byte) (avro.Schema,
 	case errors.Is(err, avrocodec.ErrUnboundedItems):
 		// Refused before (a registry's at Raw, a schema file's at Open).
 		return nil, nil, badRecord("%s", unboundedItems("the record's schema", err))
-	case errors.Is(err, format.ErrUnsupportedSchema):
+	case errors.Is(err, avrocodec.ErrUnsupportedSchema):
 		// Not scannable (a record that contains itself): hamba alone.
 	case err != nil:
 		return nil, nil, badRecord("the record's schema: %v", err)

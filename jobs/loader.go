@@ -53,8 +53,9 @@ type Options struct {
 	MapPath bool
 	// MemoryBudget bounds the rows that the open files of the loader's
 	// tasks buffer in memory, all together (see writers.MemoryBudget);
-	// loaders given the same budget share it. Nil: a budget of
-	// writers.DefaultMemoryBudget for this loader.
+	// loaders given the same budget share it, and a process that opens
+	// several loaders (scheduler.LoaderEngine) gives them all one. Nil: a
+	// budget of writers.DefaultMemoryBudget for this loader alone.
 	MemoryBudget *writers.MemoryBudget
 	// LockLease is how long the job lock lasts unless renewed (default 1
 	// minute; renewed every third): a run killed without releasing it
@@ -172,6 +173,10 @@ func (l *Loader) Spec() *Spec { return l.spec }
 // Store returns the output's commit store.
 func (l *Loader) Store() *writers.Store { return l.store }
 
+// MemoryBudget returns the budget the loader's tasks buffer rows under
+// (Options.MemoryBudget, or the loader's own).
+func (l *Loader) MemoryBudget() *writers.MemoryBudget { return l.opts.MemoryBudget }
+
 func (l *Loader) newMapper() (Mapper, error) {
 	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select})
 	if err != nil {
@@ -220,7 +225,7 @@ func (l *Loader) checkFixedSchema() error {
 	}
 	fw, err := format.NewWriter(io.Discard, out, l.fmtOpts)
 	if err != nil {
-		if errors.Is(err, format.ErrUnsupportedSchema) {
+		if errors.Is(err, avrocodec.ErrUnsupportedSchema) {
 			return fmt.Errorf("%w: output.format %s cannot hold the rows of schema %s: %v", ErrSpec, l.spec.Output.Format, fullName(in), err)
 		}
 		return fmt.Errorf("jobs: checking the output schema: %w", err)

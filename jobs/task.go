@@ -41,7 +41,7 @@ func recordError(err error) bool {
 	if errors.Is(err, ErrOutput) {
 		return false
 	}
-	return errors.Is(err, ErrBadRecord) || errors.Is(err, format.ErrBadValue) ||
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, avrocodec.ErrBadValue) ||
 		errors.Is(err, writers.ErrPartition) || errors.Is(err, writers.ErrTimeRange)
 }
 
@@ -407,7 +407,7 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	} else {
 		p, err = t.src.Identity(schema)
 	}
-	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, avrocodec.ErrUnboundedItems) {
+	if errors.Is(err, avrocodec.ErrUnsupportedSchema) && !errors.Is(err, avrocodec.ErrUnboundedItems) {
 		return nil, err // the map path takes it
 	}
 	if err != nil {
@@ -427,7 +427,7 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 		return err
 	}
 	p, err := t.projection(schema)
-	if errors.Is(err, format.ErrUnsupportedSchema) && !errors.Is(err, ErrBadRecord) && !errors.Is(err, ErrSpec) {
+	if errors.Is(err, avrocodec.ErrUnsupportedSchema) && !errors.Is(err, ErrBadRecord) && !errors.Is(err, ErrSpec) {
 		// A schema the columnar path does not take (a record that
 		// contains itself): this record goes the map path.
 		return t.mapGeneric(ctx, r)
@@ -480,9 +480,9 @@ func (t *taskRun) schemaError(schema avro.Schema, err error) error {
 // internal misuse (ErrSplit), or the output's (ErrOutput).
 func (t *taskRun) writeError(schema avro.Schema, err error) error {
 	switch {
-	case errors.Is(err, format.ErrBadValue), errors.Is(err, writers.ErrPartition), errors.Is(err, writers.ErrTimeRange):
+	case errors.Is(err, avrocodec.ErrBadValue), errors.Is(err, writers.ErrPartition), errors.Is(err, writers.ErrTimeRange):
 		return err
-	case errors.Is(err, format.ErrUnsupportedSchema):
+	case errors.Is(err, avrocodec.ErrUnsupportedSchema):
 		return t.schemaError(schema, err)
 	case errors.Is(err, writers.ErrSplit):
 		return err

@@ -9,7 +9,9 @@
 // tasks (Task is inputformat.Split). An Engine that is a RunHolder
 // (LoaderEngine) keeps the job's loader, with its source client and output
 // file system, open for the length of a run: the run's plan, lock and
-// in-process tasks share it. Task attempts go
+// in-process tasks share it. All the loaders of one LoaderEngine share one
+// writers.MemoryBudget, so the rows a process buffers for its open files
+// are bounded once, however many jobs and tasks it runs. Task attempts go
 // through a Dispatcher: LocalPool runs them in this process (embedded
 // mode); package cluster queues them in ZooKeeper for `sluice worker`
 // processes and elects one leading scheduler.

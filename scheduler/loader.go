@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/writers"
 )
 
 // LoaderEngine is the Engine of sluice's loader (package jobs): the job
@@ -18,11 +19,30 @@ import (
 // a call outside a hold (a worker's task) opens and closes its own.
 type LoaderEngine struct {
 	// Options are handed to jobs.Open for each plan and task (Workers and
-	// Progress do not apply).
+	// Progress do not apply). With Options.MemoryBudget nil, the engine
+	// makes one budget of writers.DefaultMemoryBudget that all its loaders
+	// share: the open files of every task the engine runs at once (a
+	// process's) buffer that much together, not that much each.
 	Options jobs.Options
+
+	budgetOnce sync.Once
+	budget     *writers.MemoryBudget // set once by options
 
 	mu   sync.Mutex
 	held map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
+}
+
+// options returns the Options a loader of the engine opens with: the
+// engine's, with the one memory budget its loaders share.
+func (e *LoaderEngine) options() jobs.Options {
+	e.budgetOnce.Do(func() {
+		if e.budget = e.Options.MemoryBudget; e.budget == nil {
+			e.budget = writers.NewMemoryBudget(writers.DefaultMemoryBudget)
+		}
+	})
+	opts := e.Options
+	opts.MemoryBudget = e.budget
+	return opts
 }
 
 // heldLoader is a loader open for the runs holding it.
@@ -43,7 +63,7 @@ func (e *LoaderEngine) HoldJob(ctx context.Context, job Job) (release func(), er
 	defer e.mu.Unlock()
 	h := e.held[spec]
 	if h == nil {
-		l, err := jobs.Open(ctx, spec, e.Options)
+		l, err := jobs.Open(ctx, spec, e.options())
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +104,7 @@ func (e *LoaderEngine) loader(ctx context.Context, job Job) (l *jobs.Loader, don
 	if h != nil {
 		return h.l, func() {}, nil
 	}
-	if l, err = jobs.Open(ctx, spec, e.Options); err != nil {
+	if l, err = jobs.Open(ctx, spec, e.options()); err != nil {
 		return nil, nil, err
 	}
 	return l, func() { l.Close() }, nil

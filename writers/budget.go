@@ -15,11 +15,12 @@ const DefaultMemoryBudget = 32 << 20
 
 // MemoryBudget bounds the bytes that the open files of the SplitWriters
 // sharing it hold in memory: the rows a Parquet file buffers for its next
-// row group. After every record a writer reports its file's buffered
-// bytes; when the total passes the limit, the file that buffers the most
-// writes its rows out as a (short) row group, and so on until the total is
-// within the limit again. So the total exceeds the limit by at most the
-// record just written, for as long as that record's writer takes to flush.
+// row group. Every budgetEvery (32) records a writer reports its file's
+// buffered bytes; when the reported total passes the limit, the file that
+// buffers the most writes its rows out as a (short) row group, and so on
+// until the total is within the limit again. So what the files buffer
+// exceeds the limit by at most the records each wrote since its last
+// report.
 //
 // The bytes are the format writer's own estimate (the text and binary
 // data of the buffered rows plus 8 bytes a value of the other columns),
@@ -40,10 +41,8 @@ type MemoryBudget struct {
 	limit int64
 
 	mu      sync.Mutex
-	total   int64 // sum of held over files, guarded by mu
-	files   map[*openFile]*budgetEntry
-	peak    int64 // the largest total seen after a report, guarded by mu
-	flushes int64 // row groups written early, guarded by mu
+	files   map[*openFile]*budgetEntry // guarded by mu
+	flushes int64                      // row groups written early, guarded by mu
 }
 
 // budgetEntry is the budget's view of one open file, guarded by
@@ -84,19 +83,17 @@ func (b *MemoryBudget) Buffered() int64 {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.total
+	return b.buffered()
 }
 
-// Peak returns the largest Buffered seen once a report's flushes were
-// done: at most the limit, unless a single file's rows pass it between
-// two of its records.
-func (b *MemoryBudget) Peak() int64 {
-	if b == nil {
-		return 0
+// buffered is the sum of what the files hold, as last reported. Called
+// with b.mu held.
+func (b *MemoryBudget) buffered() int64 {
+	var sum int64
+	for _, e := range b.files {
+		sum += e.held
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peak
+	return sum
 }
 
 // Flushes returns how many row groups the budget made files write early.
@@ -123,10 +120,9 @@ func (b *MemoryBudget) report(of *openFile, n, seq int64) {
 		b.files[of] = e
 	}
 	if seq > e.seq {
-		b.total += n - e.held
 		e.held, e.seq = n, seq
 	}
-	for b.total > b.limit {
+	for b.buffered() > b.limit {
 		victim := b.largest()
 		if victim == nil {
 			break
@@ -134,19 +130,15 @@ func (b *MemoryBudget) report(of *openFile, n, seq int64) {
 		// Counted out now, so that concurrent reports do not pick the same
 		// file while it is being written; its writer or the flush below
 		// reports what it holds next.
-		ve := b.files[victim]
-		b.total -= ve.held
-		ve.held = 0
+		b.files[victim].held = 0
 		b.flushes++
 		b.mu.Unlock()
 		n, seq, ok := victim.flushForBudget()
 		b.mu.Lock()
 		if ve := b.files[victim]; ok && ve != nil && seq > ve.seq {
-			b.total += n - ve.held
 			ve.held, ve.seq = n, seq
 		}
 	}
-	b.peak = max(b.peak, b.total)
 	b.mu.Unlock()
 }
 
@@ -169,9 +161,6 @@ func (b *MemoryBudget) forget(of *openFile) {
 		return
 	}
 	b.mu.Lock()
-	if e := b.files[of]; e != nil {
-		b.total -= e.held
-		delete(b.files, of)
-	}
+	delete(b.files, of)
 	b.mu.Unlock()
 }

@@ -101,11 +101,12 @@ func NewPartitioner(by Granularity, timeField, timezone string) (*Partitioner, e
 // Dir returns the partition directory ("" for none) of a record. It
 // bounds no time (a SplitWriter checks its Config.TimeRange).
 func (p *Partitioner) Dir(value map[string]any, logTime time.Time) (string, error) {
-	return p.dir(value, logTime, TimeRange{})
+	return p.dir(value, logTime, TimeRange{}, nil)
 }
 
-// dir is Dir with the record's time checked against rng.
-func (p *Partitioner) dir(value map[string]any, logTime time.Time, rng TimeRange) (string, error) {
+// dir is Dir with the record's time checked against rng, the directory
+// cached in c (if not nil).
+func (p *Partitioner) dir(value map[string]any, logTime time.Time, rng TimeRange, c *dirCache) (string, error) {
 	if p == nil || p.by == ByNone {
 		return "", nil
 	}
@@ -119,7 +120,7 @@ func (p *Partitioner) dir(value map[string]any, logTime time.Time, rng TimeRange
 	if err := p.checkTime(rng, t); err != nil {
 		return "", err
 	}
-	return p.dirAt(t, nil), nil
+	return p.dirAt(t, c), nil
 }
 
 // checkTime is rng.Check of the partition time t, naming it only when it
@@ -139,39 +140,46 @@ func (p *Partitioner) what() string {
 	return fmt.Sprintf("time field %q", p.fieldName)
 }
 
-// dirCache remembers the directory of the last UTC hour or day a writer
-// saw: records arrive roughly in time order, so most of them need no
-// formatting.
+// dirCache remembers the directory of the last hour or day (in the
+// partitioner's time zone) a writer saw, and the Unix seconds [from, to)
+// it covers: records arrive roughly in time order, so most of them need
+// neither a zone lookup nor formatting.
 type dirCache struct {
-	key int64
-	dir string
-	ok  bool
+	from, to int64
+	dir      string
 }
 
+// dirAt returns the directory of t; c, if not nil, caches it.
 func (p *Partitioner) dirAt(t time.Time, c *dirCache) string {
-	var key int64
-	cached := c != nil && p.location == time.UTC
-	if cached {
-		span := int64(3600)
-		if p.by == ByDay {
-			span = 86400
-		}
-		sec := t.Unix()
-		key = sec / span
-		if sec < 0 && sec%span != 0 {
-			key--
-		}
-		if c.ok && c.key == key {
-			return c.dir
-		}
+	sec := t.Unix()
+	if c != nil && c.dir != "" && sec >= c.from && sec < c.to {
+		return c.dir
 	}
 	t = t.In(p.location)
 	dir := t.Format("dt=2006-01-02/hr=15")
+	span := int64(3600)
 	if p.by == ByDay {
-		dir = t.Format("dt=2006-01-02")
+		dir, span = t.Format("dt=2006-01-02"), 86400
 	}
-	if cached {
-		*c = dirCache{key: key, dir: dir, ok: true}
+	if c != nil {
+		// The local hour (day) of t under its zone's offset, cut to the
+		// span of that offset (a DST change may fall inside it): every
+		// second in [from, to) has t's wall-clock hour.
+		_, offset := t.Zone()
+		wall := sec + int64(offset)
+		start := wall - wall%span
+		if wall%span < 0 {
+			start -= span
+		}
+		from, to := start-int64(offset), start-int64(offset)+span
+		zs, ze := t.ZoneBounds() // zero: no change before (after) t
+		if !zs.IsZero() {
+			from = max(from, zs.Unix())
+		}
+		if !ze.IsZero() {
+			to = min(to, ze.Unix())
+		}
+		*c = dirCache{from: from, to: to, dir: dir}
 	}
 	return dir
 }

@@ -181,11 +181,65 @@ func TestTimeRangeRefusesEveryTimeSource(t *testing.T) {
 	// producer's -1.
 	part, _ := NewPartitioner(ByDay, "ts", "UTC")
 	for _, v := range []any{int64(math.MaxInt64), 1.5e20, math.NaN(), int64(-1), "0001-01-01T00:00:00Z"} {
-		if _, err := part.dir(map[string]any{"ts": v}, in, DefaultTimeRange); !errors.Is(err, ErrTimeRange) {
+		if _, err := part.dir(map[string]any{"ts": v}, in, DefaultTimeRange, nil); !errors.Is(err, ErrTimeRange) {
 			t.Errorf("%v: %v, want ErrTimeRange", v, err)
 		}
 	}
-	if d, err := part.dir(map[string]any{"ts": int64(0)}, in, DefaultTimeRange); err != nil || d != "dt=1970-01-01" {
+	if d, err := part.dir(map[string]any{"ts": int64(0)}, in, DefaultTimeRange, nil); err != nil || d != "dt=1970-01-01" {
 		t.Errorf("epoch 0: %q %v", d, err)
+	}
+}
+
+// TestPartitionerDirCacheFollowsTheZone: a writer's cached directory is the
+// one formatting each record's time would give, in zones of half-hour
+// offsets and across DST changes (New York's of an hour, Lord Howe's of
+// half an hour), records 7 minutes apart, forwards and backwards.
+func TestPartitionerDirCacheFollowsTheZone(t *testing.T) {
+	for _, tz := range []string{"UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "America/St_Johns"} {
+		for _, by := range []Granularity{ByHour, ByDay} {
+			p, err := NewPartitioner(by, LogTimestamp, tz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, from := range []time.Time{
+				time.Date(2024, 3, 9, 0, 0, 0, 0, time.UTC),   // New York springs forward on 10 March
+				time.Date(2024, 4, 6, 0, 0, 0, 0, time.UTC),   // Lord Howe falls back on 7 April
+				time.Date(2024, 11, 2, 0, 0, 0, 0, time.UTC),  // New York falls back on 3 November
+				time.Date(1969, 12, 30, 0, 0, 0, 0, time.UTC), // before the epoch
+			} {
+				var c dirCache
+				for _, step := range []time.Duration{7 * time.Minute, -7 * time.Minute} {
+					for i := 0; i < 3*24*60/7; i++ {
+						at := from.Add(time.Duration(i) * step)
+						want := at.In(p.location).Format("dt=2006-01-02/hr=15")
+						if by == ByDay {
+							want = at.In(p.location).Format("dt=2006-01-02")
+						}
+						if got := p.dirAt(at, &c); got != want {
+							t.Fatalf("%s by %s at %s: cached %q, want %q", tz, by, at, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPartitionerDir: the hour directory of a record a second, in
+// UTC and in a zone of another offset, through a writer's cache.
+func BenchmarkPartitionerDir(b *testing.B) {
+	for _, tz := range []string{"UTC", "Europe/Berlin"} {
+		b.Run(tz, func(b *testing.B) {
+			p, err := NewPartitioner(ByHour, LogTimestamp, tz)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var c dirCache
+			t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				p.dirAt(t0.Add(time.Duration(i%86400)*time.Second), &c)
+			}
+		})
 	}
 }

@@ -66,10 +66,10 @@ type SplitWriter struct {
 	// ErrNotChained is not finished and may be retried)
 	finished bool
 	// the columnar path: the time field's index in the Out fields of
-	// timeIdxFor, and the last partition directory
+	// timeIdxFor
 	timeIdxFor *avrocodec.Projection
 	timeIdx    int
-	dirs       dirCache
+	dirs       dirCache // the last partition directory
 }
 
 type openFile struct {
@@ -150,9 +150,9 @@ func (w *SplitWriter) Attempt() *Attempt { return w.attempt }
 // for JSON lines); a schema different from the open file's rotates that
 // file. Write takes ownership of value (it may add the metadata columns).
 // A value that does not fit the schema returns an error wrapping
-// format.ErrBadValue, a record whose partition cannot be derived
+// avrocodec.ErrBadValue, a record whose partition cannot be derived
 // ErrPartition, one whose time lies outside Config.TimeRange ErrTimeRange,
-// and a schema the format cannot hold format.ErrUnsupportedSchema: these
+// and a schema the format cannot hold avrocodec.ErrUnsupportedSchema: these
 // are the record's and it is not written; the writer stays usable. Any
 // other error is the output's (the file system's): give the attempt up.
 func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta format.Meta) error {
@@ -160,7 +160,7 @@ func (w *SplitWriter) Write(schema avro.Schema, value map[string]any, meta forma
 	if err != nil {
 		return err
 	}
-	dir, err := w.cfg.Partitioner.dir(value, meta.Timestamp, w.cfg.TimeRange)
+	dir, err := w.cfg.Partitioner.dir(value, meta.Timestamp, w.cfg.TimeRange, &w.dirs)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*op
 // whether it reached a limit.
 func (w *SplitWriter) wrote(of *openFile, err error, offset, records int64, full bool) error {
 	if err != nil {
-		if records == 0 && errors.Is(err, format.ErrBadValue) {
+		if records == 0 && errors.Is(err, avrocodec.ErrBadValue) {
 			// keep the empty file: it will take the next record
 			of.first = -1
 		}

@@ -7,9 +7,9 @@ import (
 
 // ErrBadValue reports a record value that does not fit its schema: Avro
 // binary that is not a record of it (Scan), or a generic value of the
-// wrong type (the appenders, the normalizers). The file writers return it
-// too (writers/format's ErrBadValue is this error): a record refused for
-// its value, never for its file.
+// wrong type (the appenders, the normalizers). The file writers of
+// writers/format return it too: a record refused for its value, never for
+// its file.
 var ErrBadValue = errors.New("avrocodec: value does not fit the schema")
 
 // ErrUnsupportedSchema reports an Avro schema (or part of one) that the

@@ -46,7 +46,7 @@ func WithMetadataFields(s avro.Schema, micros bool) (avro.Schema, error) {
 		if fm, ok := f.(map[string]any); ok {
 			switch fm["name"] {
 			case ColTopic, ColPartition, ColOffset, ColTimestamp:
-				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", ErrUnsupportedSchema, fm["name"])
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, fm["name"])
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func avroCodec(c string) ocf.CodecName {
 
 func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, error) {
 	if schema.Type() != avro.Record {
-		return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
+		return nil, fmt.Errorf("%w: top level is %s, want a record", avrocodec.ErrUnsupportedSchema, schema.Type())
 	}
 	fp := schema.Fingerprint() // of the rows' schema, without the metadata fields
 	if opts.MetadataColumns {
@@ -122,7 +122,7 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 		a.buf.Reset()
 		if err := a.rec.Encode(value); err != nil {
 			a.rec = avro.NewEncoderForSchema(a.schema, &a.buf)
-			return fmt.Errorf("%w: %v", ErrBadValue, err)
+			return fmt.Errorf("%w: %v", avrocodec.ErrBadValue, err)
 		}
 	}
 	return a.put(a.buf.Bytes())

@@ -259,7 +259,7 @@ func differential(t *testing.T, opts format.Options, in avro.Schema, out avro.Sc
 		meta := format.Meta{Topic: "t", Partition: 1, Offset: int64(n), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(n))}
 		v, mapErr := generic(body)
 		rowErr := proj.Scan(row, body)
-		if rowErr != nil && !errors.Is(rowErr, format.ErrBadValue) {
+		if rowErr != nil && !errors.Is(rowErr, avrocodec.ErrBadValue) {
 			t.Fatalf("record %d: the columnar path's error %v does not wrap ErrBadValue", n, rowErr)
 		}
 		if (mapErr == nil) != (rowErr == nil) {
@@ -277,7 +277,7 @@ func differential(t *testing.T, opts format.Options, in avro.Schema, out avro.Sc
 		if (mapErr == nil) != (rowErr == nil) {
 			t.Fatalf("record %d (% x): the generic writer says %v, the columnar writer %v", n, body, mapErr, rowErr)
 		}
-		if rowErr != nil && !errors.Is(rowErr, format.ErrBadValue) {
+		if rowErr != nil && !errors.Is(rowErr, avrocodec.ErrBadValue) {
 			t.Fatalf("record %d: the columnar writer's error %v does not wrap ErrBadValue", n, rowErr)
 		}
 		if rowErr == nil {
@@ -538,7 +538,7 @@ func FuzzAvroScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		row := &avrocodec.Row{}
 		if err := proj.Scan(row, body); err != nil {
-			if !errors.Is(err, format.ErrBadValue) {
+			if !errors.Is(err, avrocodec.ErrBadValue) {
 				t.Fatalf("scan error %v does not wrap ErrBadValue", err)
 			}
 			return
@@ -558,7 +558,7 @@ func FuzzAvroScan(f *testing.F) {
 					err = w.Write(m, meta)
 				}
 			}
-			if err != nil && !errors.Is(err, format.ErrBadValue) {
+			if err != nil && !errors.Is(err, avrocodec.ErrBadValue) {
 				t.Fatalf("%s: %v", kind, err)
 			}
 			if err := w.Close(); err != nil {

@@ -30,16 +30,18 @@
 // readers reject; dates are DATE, decimals DECIMAL(p,s), UUIDs UUID;
 // records become groups, arrays LIST, maps MAP; ["null", T] is an optional
 // T. A union of two non-null types has no Parquet form and is refused with
-// ErrUnsupportedSchema naming the field. Avro files carry the schema itself
-// (plus the metadata fields when enabled); JSON lines write timestamps as
-// RFC 3339 text in UTC, decimals as exact numbers, bytes as base64.
+// avrocodec.ErrUnsupportedSchema naming the field. Avro files carry the
+// schema itself (plus the metadata fields when enabled); JSON lines write
+// timestamps as RFC 3339 text in UTC, decimals as exact numbers, bytes as
+// base64.
 //
 // # Values
 //
 // Values are what hamba/avro decodes generically (time.Time, *big.Rat,
 // []any, map[string]any, unions plain or as {"type": value}) or what
 // encoding/json decodes (float64, text timestamps and decimals): both are
-// accepted. A value that does not fit is an ErrBadValue; the record is not
+// accepted. A value that does not fit is an avrocodec.ErrBadValue (the
+// error a scan of bad Avro binary returns too); the record is not
 // written and the file stays valid.
 //
 // # Compression

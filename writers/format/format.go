@@ -11,17 +11,6 @@ import (
 	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
-// ErrBadValue reports a record value that does not fit its schema; the
-// record is not written and the writer stays usable. It is the codec's
-// error (avrocodec.ErrBadValue), so one errors.Is covers a record refused
-// by a scan and one refused by a writer.
-var ErrBadValue = avrocodec.ErrBadValue
-
-// ErrUnsupportedSchema reports an Avro schema (or part of one) that a
-// format cannot hold (Parquet: a union of two non-null types, a decimal
-// over 38 digits). It is the codec's error (avrocodec.ErrUnsupportedSchema).
-var ErrUnsupportedSchema = avrocodec.ErrUnsupportedSchema
-
 // Kind names an output file format.
 type Kind string
 
@@ -71,7 +60,8 @@ type Writer interface {
 	// {"type": value}, time.Time for timestamps and dates, *big.Rat for
 	// decimals, []any, map[string]any). Write may add the metadata keys to
 	// value. A value that does not fit the schema is an error wrapping
-	// ErrBadValue; the record is not written and the writer stays usable.
+	// avrocodec.ErrBadValue; the record is not written and the writer
+	// stays usable.
 	Write(value map[string]any, meta Meta) error
 	// Records returns how many records were written.
 	Records() int64
@@ -90,8 +80,8 @@ type AvroRowWriter interface {
 	Writer
 	// WriteAvroRow appends a row that its projection's Scan accepted. A
 	// value that does not fit (a decimal over 38 digits or a malformed uuid,
-	// for Parquet) is an error wrapping ErrBadValue; the row is not written
-	// and the writer stays usable.
+	// for Parquet) is an error wrapping avrocodec.ErrBadValue; the row is
+	// not written and the writer stays usable.
 	WriteAvroRow(row *avrocodec.Row, meta Meta) error
 }
 

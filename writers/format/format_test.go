@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
@@ -260,7 +262,7 @@ func TestBadValueKeepsWriterUsable(t *testing.T) {
 				if (i == 4) != (err != nil) {
 					t.Fatalf("record %d: %v", i, err)
 				}
-				if err != nil && !errors.Is(err, format.ErrBadValue) {
+				if err != nil && !errors.Is(err, avrocodec.ErrBadValue) {
 					t.Fatalf("record %d: %v, want ErrBadValue", i, err)
 				}
 			}

@@ -53,10 +53,10 @@ func newJSONWriter(w io.Writer, schema avro.Schema, opts Options) (*jsonWriter, 
 	if schema != nil {
 		rec, ok := avrocodec.Deref(schema).(*avro.RecordSchema)
 		if !ok {
-			return nil, fmt.Errorf("%w: top level is %s, want a record", ErrUnsupportedSchema, schema.Type())
+			return nil, fmt.Errorf("%w: top level is %s, want a record", avrocodec.ErrUnsupportedSchema, schema.Type())
 		}
 		if name, ok := avrocodec.SelfContaining(rec); ok {
-			return nil, fmt.Errorf("%w: record %s contains itself: JSON lines take finite schemas (use avro output)", ErrUnsupportedSchema, name)
+			return nil, fmt.Errorf("%w: record %s contains itself: JSON lines take finite schemas (use avro output)", avrocodec.ErrUnsupportedSchema, name)
 		}
 		for _, f := range rec.Fields() {
 			fn, err := jsonConverter(f.Type(), f.Name())
@@ -223,7 +223,7 @@ func (j *jsonWriter) Write(value map[string]any, meta Meta) error {
 		var ue *json.UnsupportedValueError
 		var te *json.UnsupportedTypeError
 		if errors.As(err, &ue) || errors.As(err, &te) {
-			return fmt.Errorf("%w: %v", ErrBadValue, err)
+			return fmt.Errorf("%w: %v", avrocodec.ErrBadValue, err)
 		}
 		return fmt.Errorf("format: jsonl: %w", err)
 	}

@@ -81,7 +81,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		for _, f := range fields {
 			switch f.Name {
 			case ColTopic, ColPartition, ColOffset, ColTimestamp:
-				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", ErrUnsupportedSchema, f.Name)
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, f.Name)
 			}
 		}
 		fields = append(fields,
@@ -197,15 +197,17 @@ func (p *parquetWriter) appendMeta(meta Meta) {
 func (p *parquetWriter) rowDone() error {
 	p.pending++
 	p.records++
-	if p.pending >= p.groupLen || (p.pending%1024 == 0 && p.buffered() >= p.groupBytes) {
+	if p.pending >= p.groupLen || (p.pending%1024 == 0 && p.Buffered() >= p.groupBytes) {
 		return p.flush()
 	}
 	return nil
 }
 
-// buffered estimates the bytes the builders hold: the text and binary
-// data of the top-level columns plus 8 bytes a value of the others.
-func (p *parquetWriter) buffered() int64 {
+// Buffered estimates the bytes of the rows not yet written, as the
+// builders hold them: the text and binary data of the top-level columns
+// plus 8 bytes a value of the others. writers.MemoryBudget adds them up
+// over a process's open files.
+func (p *parquetWriter) Buffered() int64 {
 	var n int64
 	for _, b := range p.rb.Fields() {
 		switch bb := b.(type) {
@@ -218,10 +220,6 @@ func (p *parquetWriter) buffered() int64 {
 	}
 	return n
 }
-
-// Buffered estimates the bytes of the rows not yet written (buffered);
-// writers.MemoryBudget adds them up over a process's open files.
-func (p *parquetWriter) Buffered() int64 { return p.buffered() }
 
 // FlushBuffered writes the buffered rows now, as a row group shorter than
 // RowGroupRows (a writers.MemoryBudget asks it of the file that buffers
