@@ -238,7 +238,7 @@ func (l *Loader) recordTopics(plan *inputformat.Plan) error {
 
 func (l *Loader) writeTopicRecord(plan *inputformat.Plan, tp inputformat.TopicPlan) error {
 	r := topicRecord{Topic: tp.Topic, Incarnation: tp.Incarnation, ID: tp.ID, Partitions: tp.Partitions,
-		LogStarts: map[int32]int64{}, LeaderEpochs: map[int32]int32{}, Recorded: l.opts.Clock().UTC()}
+		LogStarts: map[int32]int64{}, LeaderEpochs: map[int32]int32{}, Recorded: l.opts.Clock.Now().UTC()}
 	for _, pp := range plan.Partitions {
 		if pp.Topic == tp.Topic {
 			r.LogStarts[pp.Partition] = pp.LogStart

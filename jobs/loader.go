@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/internal/avrocodec"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -34,8 +35,9 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives events (default: discard).
 	Logger *slog.Logger
-	// Clock returns the current time (default time.Now).
-	Clock func() time.Time
+	// Clock is the time source (nil = clock.Real; tests pass a
+	// clock.Manual).
+	Clock clock.Clock
 	// Store tunes the commit protocol (its Clock and Logger default to the
 	// ones above).
 	Store writers.StoreOptions
@@ -98,14 +100,12 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Store.Clock == nil {
-		opts.Store.Clock = opts.Clock
+		opts.Store.Clock = opts.Clock.Now
 	}
 	if opts.Store.Logger == nil {
 		opts.Store.Logger = opts.Logger

@@ -194,7 +194,7 @@ func (l *Loader) live(h *LockHolder, now time.Time) bool {
 // scheduler adopts the runs of the one before). The lock is renewed in the
 // background until Release.
 func (l *Loader) AcquireLock(kind string) (*JobLock, error) {
-	now := l.opts.Clock()
+	now := l.opts.Clock.Now()
 	cur, err := l.readLock()
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (lk *JobLock) Holder() LockHolder { return lk.holder }
 
 func (lk *JobLock) renew() error {
 	l := lk.l
-	expiry := l.opts.Clock().Add(l.lockLease())
+	expiry := l.opts.Clock.Now().Add(l.lockLease())
 	name := leaseName(lk.holder.Seq, expiry)
 	lk.mu.Lock()
 	prev := lk.lease
@@ -294,7 +294,7 @@ func (lk *JobLock) Release() error {
 		<-lk.done
 	}
 	l := lk.l
-	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), []byte(l.opts.Clock().UTC().Format(time.RFC3339Nano)+"\n"))
+	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"))
 	if errors.Is(err, vfs.ErrExist) {
 		err = nil
 	}
@@ -317,7 +317,7 @@ func (l *Loader) fence() error {
 	if err != nil {
 		return err
 	}
-	now := l.opts.Clock()
+	now := l.opts.Clock.Now()
 	if lk := l.heldLock(); lk != nil {
 		if cur == nil || cur.Seq != lk.holder.Seq || cur.Released || !now.Before(cur.Expires) {
 			if cur != nil && cur.Seq != lk.holder.Seq {
@@ -375,7 +375,7 @@ func (l *Loader) HoldLock(lk *JobLock) {
 // on the given partitions (they see this run's lock at their commit and
 // abort), for at most wait. Recovery removes the dead ones.
 func (l *Loader) waitForOtherAttempts(ctx context.Context, parts []Position, wait time.Duration) error {
-	deadline := l.opts.Clock().Add(wait)
+	deadline := l.opts.Clock.Now().Add(wait)
 	for {
 		var pending []string
 		for _, p := range parts {
@@ -388,7 +388,7 @@ func (l *Loader) waitForOtherAttempts(ctx context.Context, parts []Position, wai
 		if len(pending) == 0 {
 			return nil
 		}
-		if !l.opts.Clock().Before(deadline) {
+		if !l.opts.Clock.Now().Before(deadline) {
 			return fmt.Errorf("%w: %d attempts of another run are still live (%s); they commit nothing under this lock: run again once they end",
 				ErrLocked, len(pending), strings.Join(pending[:min(len(pending), 3)], ", "))
 		}

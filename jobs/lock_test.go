@@ -34,7 +34,7 @@ func TestJobLockKeepsRunsOfOneJobApart(t *testing.T) {
 	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "locked", b.Addr, "locked", 100, "schema_file: pageview.avsc", out))
 	clock := clock.NewManual(time.Now())
 	open := func(t *testing.T, s *jobs.Spec) *jobs.Loader {
-		l, err := jobs.Open(ctx, s, jobs.Options{Clock: clock.Now, LockLease: time.Hour})
+		l, err := jobs.Open(ctx, s, jobs.Options{Clock: clock, LockLease: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

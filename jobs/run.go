@@ -291,7 +291,7 @@ type PartitionReport struct {
 }
 
 func (l *Loader) newRunReport() *RunReport {
-	now := l.opts.Clock().UTC()
+	now := l.opts.Clock.Now().UTC()
 	var b [3]byte
 	rand.Read(b[:])
 	return &RunReport{ID: now.Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:]), Job: l.spec.Name, Started: now}
@@ -299,7 +299,7 @@ func (l *Loader) newRunReport() *RunReport {
 
 // finish sums the report, stores it and returns err (or the store error).
 func (l *Loader) finish(rep *RunReport, err error) error {
-	rep.Finished = l.opts.Clock().UTC()
+	rep.Finished = l.opts.Clock.Now().UTC()
 	rep.Duration = Duration(rep.Finished.Sub(rep.Started))
 	rep.Status = "ok"
 	if err != nil {

@@ -132,9 +132,9 @@ func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
 // split to its end through the record loop, waits for the partition's
 // turn and commits. turn nil checks the turn in the store.
 func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc, progress func(int64)) (rep TaskReport, err error) {
-	rep = TaskReport{Split: s, Started: l.opts.Clock()}
+	rep = TaskReport{Split: s, Started: l.opts.Clock.Now()}
 	defer func() {
-		rep.Duration = Duration(l.opts.Clock().Sub(rep.Started))
+		rep.Duration = Duration(l.opts.Clock.Now().Sub(rep.Started))
 		if err != nil {
 			rep.Error = err.Error()
 		}
@@ -247,12 +247,12 @@ func newAttemptLease(l *Loader, w *writers.SplitWriter) *attemptLease {
 	if every <= 0 {
 		every = time.Minute
 	}
-	return &attemptLease{l: l, w: w, every: every, renewed: l.opts.Clock()}
+	return &attemptLease{l: l, w: w, every: every, renewed: l.opts.Clock.Now()}
 }
 
 // keepAlive renews the lease when a third of it has passed.
 func (a *attemptLease) keepAlive() error {
-	if now := a.l.opts.Clock(); now.Sub(a.renewed) >= a.every {
+	if now := a.l.opts.Clock.Now(); now.Sub(a.renewed) >= a.every {
 		a.renewed = now
 		return a.w.Attempt().Renew()
 	}

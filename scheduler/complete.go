@@ -162,13 +162,9 @@ func (c *completeness) dirName(t time.Time) string {
 	return t.In(loc).Format("dt=2006-01-02/hr=15")
 }
 
-// count reads the manifests committed since the partition's cursor,
-// through the writers' store (the commit protocol's own reader).
-func (c *completeness) count(st *completeState, topic string, partition int32) error {
-	key, err := c.cursorKey(topic, partition)
-	if err != nil {
-		return err
-	}
+// count reads the manifests committed since the partition's cursor (named
+// key), through the writers' store (the commit protocol's own reader).
+func (c *completeness) count(st *completeState, key, topic string, partition int32) error {
 	cursor, seen := st.Cursors[key]
 	from := int64(math.MinInt64)
 	if seen {
@@ -211,13 +207,14 @@ func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time,
 		return nil, err
 	}
 	var boundary time.Time
+	incarnations := map[string]int{} // by topic: read once per check
 	for i, p := range positions {
-		if err := c.count(st, p.Topic, p.Partition); err != nil {
-			return nil, fmt.Errorf("scheduler: completeness of %s: %w", c.job.Name, err)
+		key, err := c.cursorKey(incarnations, p.Topic, p.Partition)
+		if err == nil {
+			err = c.count(st, key, p.Topic, p.Partition)
 		}
-		key, err := c.cursorKey(p.Topic, p.Partition)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("scheduler: completeness of %s: %w", c.job.Name, err)
 		}
 		pos := st.Newest[key]
 		if cur, ok := st.Cursors[key]; (ok && cur >= p.HighWatermark) || (!ok && p.HighWatermark <= p.Loaded) || succeeded[p.Topic+"/"+strconv.Itoa(int(p.Partition))] {
@@ -290,11 +287,16 @@ func (c *completeness) mark(dir string, start, end time.Time, records int64, run
 // cursorKey names a partition's cursor: "topic/partition", and
 // "topic/partition#n" once the loader started the topic over n times (its
 // manifests then begin again at the new topic's first offsets).
-func (c *completeness) cursorKey(topic string, partition int32) (string, error) {
+// incarnations caches each topic's incarnation for one check.
+func (c *completeness) cursorKey(incarnations map[string]int, topic string, partition int32) (string, error) {
 	key := topic + "/" + strconv.Itoa(int(partition))
-	inc, err := jobs.TopicIncarnation(c.fs, topic)
-	if err != nil {
-		return "", err
+	inc, ok := incarnations[topic]
+	if !ok {
+		var err error
+		if inc, err = jobs.TopicIncarnation(c.fs, topic); err != nil {
+			return "", err
+		}
+		incarnations[topic] = inc
 	}
 	if inc > 0 {
 		key += "#" + strconv.Itoa(inc)

@@ -76,6 +76,8 @@
 // each partition of a run another. Scheduler.mu guards the job table, the
 // running and skipped maps and the open outputs; it is never held across
 // an Engine, Dispatcher or file-system call except for opening an output.
-// LoaderEngine.mu guards its held loaders and is held while HoldJob opens
-// one (so that two holds of a job open it once), never across a task.
+// LoaderEngine.mu guards its table of held loaders and is never held
+// across an open, a plan or a task: a job's first hold opens its loader
+// outside the lock (one job's unreachable output stalls only that job) and
+// the job's other holds and calls wait for that open.
 package scheduler

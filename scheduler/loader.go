@@ -45,54 +45,81 @@ func (e *LoaderEngine) options() jobs.Options {
 	return opts
 }
 
-// heldLoader is a loader open for the runs holding it.
+// heldLoader is one job's loader, opened once for the holds that share it.
+// Its opening runs outside LoaderEngine.mu (it dials the output's NameNode),
+// so that one job's unreachable output stalls only that job's holds.
 type heldLoader struct {
-	l    *jobs.Loader
-	refs int
+	ready chan struct{} // closed once the open returned
+	l     *jobs.Loader  // set before ready is closed; nil when the open failed
+	err   error         // the open's error, set before ready is closed
+	refs  int           // guarded by LoaderEngine.mu: holds and calls using l
 }
 
 // HoldJob opens the job's loader until release: until then the job's
 // Plan, LockJob and RunTask use it instead of opening one each. Holds
-// nest; the last release closes the loader.
+// nest (a second hold while the first is opening waits for that open, or
+// for its ctx); the last release closes the loader.
 func (e *LoaderEngine) HoldJob(ctx context.Context, job Job) (release func(), err error) {
 	spec, err := loaderSpec(job)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	h := e.held[spec]
-	if h == nil {
-		l, err := jobs.Open(ctx, spec, e.options())
-		if err != nil {
-			return nil, err
-		}
-		h = &heldLoader{l: l}
+	opener := h == nil
+	if opener {
+		h = &heldLoader{ready: make(chan struct{})}
 		if e.held == nil {
 			e.held = map[*jobs.Spec]*heldLoader{}
 		}
 		e.held[spec] = h
 	}
 	h.refs++
+	e.mu.Unlock()
+	if opener {
+		h.l, h.err = jobs.Open(ctx, spec, e.options())
+		if h.err != nil { // the next hold tries again
+			e.mu.Lock()
+			if e.held[spec] == h {
+				delete(e.held, spec)
+			}
+			e.mu.Unlock()
+		}
+		close(h.ready)
+	}
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		e.unref(spec, h)
+		return nil, ctx.Err()
+	}
+	if h.err != nil {
+		e.unref(spec, h)
+		return nil, h.err
+	}
 	var once sync.Once
-	return func() { once.Do(func() { e.unhold(spec, h) }) }, nil
+	return func() { once.Do(func() { e.unref(spec, h) }) }, nil
 }
 
-func (e *LoaderEngine) unhold(spec *jobs.Spec, h *heldLoader) {
+// unref drops one reference to h; the last one forgets h and closes its
+// loader. (While h is opening its opener holds a reference, so the last
+// one is dropped after ready.)
+func (e *LoaderEngine) unref(spec *jobs.Spec, h *heldLoader) {
 	e.mu.Lock()
 	h.refs--
 	last := h.refs == 0
-	if last {
+	if last && e.held[spec] == h {
 		delete(e.held, spec)
 	}
 	e.mu.Unlock()
-	if last {
+	if last && h.l != nil {
 		h.l.Close()
 	}
 }
 
 // loader returns the job's held loader, or opens one; done closes what
-// was opened here.
+// was opened here (a held loader stays open until done even if the hold
+// is released meanwhile).
 func (e *LoaderEngine) loader(ctx context.Context, job Job) (l *jobs.Loader, done func(), err error) {
 	spec, err := loaderSpec(job)
 	if err != nil {
@@ -100,9 +127,21 @@ func (e *LoaderEngine) loader(ctx context.Context, job Job) (l *jobs.Loader, don
 	}
 	e.mu.Lock()
 	h := e.held[spec]
+	if h != nil {
+		h.refs++
+	}
 	e.mu.Unlock()
 	if h != nil {
-		return h.l, func() {}, nil
+		select {
+		case <-h.ready:
+		case <-ctx.Done():
+			e.unref(spec, h)
+			return nil, nil, ctx.Err()
+		}
+		if h.l != nil {
+			return h.l, func() { e.unref(spec, h) }, nil
+		}
+		e.unref(spec, h) // the hold's open failed: try one of our own
 	}
 	if l, err = jobs.Open(ctx, spec, e.options()); err != nil {
 		return nil, nil, err

@@ -2,10 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -196,5 +198,116 @@ func BenchmarkLoaderEngineRun(b *testing.B) {
 				release()
 			}
 		})
+	}
+}
+
+// silentNameNode listens on a loopback port, accepts connections and never
+// answers: an HDFS client's first request on it blocks until unblock closes
+// them. accepted receives each connection as it is taken.
+func silentNameNode(t *testing.T) (addr string, accepted <-chan struct{}, unblock func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := make(chan struct{}, 16)
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+			acc <- struct{}{}
+		}
+	}()
+	var once sync.Once
+	unblock = func() {
+		once.Do(func() {
+			ln.Close()
+			for {
+				select {
+				case c := <-conns:
+					c.Close()
+				default:
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(unblock)
+	return ln.Addr().String(), acc, unblock
+}
+
+// TestLoaderEngineHoldOpensOutsideTheEngineLock: one job's loader that
+// cannot open (its output's NameNode never answers) stalls neither another
+// job's hold and plan nor a canceled second hold of the same job; the
+// job's holds share one open.
+func TestLoaderEngineHoldOpensOutsideTheEngineLock(t *testing.T) {
+	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
+	sluice.CreateTopic(t, addr, "free", 1)
+	sluice.Produce(t, addr, "free", 1, 0, 10, time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), time.Second)
+	nn, accepted, unblock := silentNameNode(t)
+
+	e := &scheduler.LoaderEngine{}
+	free, _ := loaderJob(t, e, addr, "free")
+	stuck, err := e.ParseJob("", []byte(fmt.Sprintf(`name: stuck
+source:
+  bootstrap: [%s]
+  topics: [stuck]
+decode:
+  format: json
+partition:
+  by: hour
+  time_field: "@timestamp"
+output:
+  uri: hdfs://%s/out
+  format: jsonl
+schedule: "@every 1m"
+`, addr, nn)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := make(chan error, 2)
+	go func() {
+		_, err := e.HoldJob(context.Background(), stuck)
+		holds <- err
+	}()
+	<-accepted // the stuck job's open is under way
+
+	// Fails the test (instead of hanging it) if another job waits for the
+	// stuck open: unblocking lets it through late.
+	deadline := time.AfterFunc(30*time.Second, unblock)
+	defer deadline.Stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.HoldJob(ctx, stuck); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled second hold of the stuck job: %v, want context.Canceled", err)
+	}
+	release, err := e.HoldJob(context.Background(), free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := runPlanned(t, e, free)
+	release()
+	select {
+	case err := <-holds:
+		t.Fatalf("the stuck job's hold returned (%v) before its NameNode was unblocked: another job waited for it", err)
+	default:
+	}
+	if n != 10 {
+		t.Fatalf("free: %d records loaded, want 10", n)
+	}
+
+	unblock()
+	if err := <-holds; err == nil {
+		t.Fatal("the stuck job's hold succeeded against a NameNode that never answered")
+	}
+	select {
+	case <-accepted:
+		t.Fatal("the stuck job's loader was opened twice")
+	default:
 	}
 }

@@ -77,15 +77,15 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 	if err != nil {
 		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
-	c := &consumer{opts: opts, cl: cl, format: format, remaining: remaining, printed: map[int32]kgo.EpochOffset{}}
+	c := &consumer{opts: opts, cl: cl, format: format, remaining: remaining, printed: map[int32]kgo.EpochOffset{},
+		out: bufio.NewWriterSize(out, 64<<10)}
 	defer func() {
+		c.flush() // what an error return left buffered
 		c.commit()
 		cl.Close()
 	}()
 	c.progress = StartProgress(opts.Progress, "consumed", opts.ProgressInterval)
 	defer c.progress.Stop()
-	c.out = bufio.NewWriterSize(out, 64<<10)
-	defer c.out.Flush()
 	return c.run(ctx)
 }
 
@@ -152,13 +152,18 @@ type consumer struct {
 	// printed is, per partition, the offset after the last record written
 	// out: what a group commits (a poll may return more than --max allows).
 	printed map[int32]kgo.EpochOffset
-	n       int64 // records written
-	buf     []byte
+	// failed is set once a write or flush of the output failed: what was
+	// buffered may be lost, so nothing more is committed (the group gets
+	// those records again).
+	failed bool
+	n      int64 // records written
+	buf    []byte
 }
 
-// commit commits the printed offsets when consuming in a group.
+// commit commits the printed offsets when consuming in a group and no
+// write of the output failed.
 func (c *consumer) commit() {
-	if c.opts.Group == "" || len(c.printed) == 0 {
+	if c.opts.Group == "" || len(c.printed) == 0 || c.failed {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -186,13 +191,13 @@ func (c *consumer) run(ctx context.Context) (int64, error) {
 			return c.n, err
 		}
 		if stop || (c.opts.ExitAtEnd && len(c.remaining) == 0) {
-			return c.n, c.out.Flush()
+			return c.n, c.flush()
 		}
 		if idle && fetches.NumRecords() == 0 {
-			return c.n, c.out.Flush()
+			return c.n, c.flush()
 		}
-		if err := c.out.Flush(); err != nil {
-			return c.n, fmt.Errorf("kafka: write output: %w", err)
+		if err := c.flush(); err != nil {
+			return c.n, err
 		}
 		c.commit()
 	}
@@ -223,16 +228,27 @@ func fetchErrors(fetches kgo.Fetches) (idle bool, err error) {
 	return idle, err
 }
 
-// write formats the fetched records out up to --max; stop reports that
-// --max was reached.
+// flush writes what is buffered to the output; a failure stops commits.
+func (c *consumer) flush() error {
+	if err := c.out.Flush(); err != nil {
+		c.failed = true
+		return fmt.Errorf("kafka: write output: %w", err)
+	}
+	return nil
+}
+
+// write formats the fetched records out up to --max, stopping at the first
+// failed write; stop reports that --max was reached.
 func (c *consumer) write(fetches kgo.Fetches) (stop bool, err error) {
 	fetches.EachRecord(func(r *kgo.Record) {
-		if stop {
+		if stop || err != nil {
 			return
 		}
 		c.buf = c.format.Format(c.buf[:0], r)
-		if werr := writeAll(c.out, c.buf); werr != nil && err == nil {
+		if werr := writeAll(c.out, c.buf); werr != nil {
+			c.failed = true
 			err = fmt.Errorf("kafka: write output: %w", werr)
+			return
 		}
 		c.n++
 		c.progress.Add(1, int64(len(r.Key)+len(r.Value)))

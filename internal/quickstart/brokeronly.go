@@ -32,7 +32,7 @@ func BrokerOnly(ctx context.Context, opts Options) error {
 	if err := createTopic(ctx, cl); err != nil {
 		return err
 	}
-	now := opts.Now()
+	now := opts.Clock.Now()
 	views := generate(opts.Events, now.Add(-time.Duration(opts.Hours)*time.Hour), now, 1)
 	e.step("producing %d page views as JSON (zstd batches, keyed by user)", len(views))
 	recs := make([]*kgo.Record, len(views))

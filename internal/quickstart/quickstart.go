@@ -29,6 +29,7 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/schemaregistry"
 	"github.com/sluicehq/sluice/broker/server"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs/query"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -43,8 +44,9 @@ type Options struct {
 	// spread over the last Hours hours (default 3).
 	Events int
 	Hours  int
-	// Now is the current time (default time.Now); the page views end at it.
-	Now func() time.Time
+	// Clock is the time source (nil = clock.Real); the page views end at
+	// its Now.
+	Clock clock.Clock
 }
 
 // Topic is the quickstart's topic and JobName the name of its job.
@@ -86,9 +88,7 @@ func (o *Options) defaults() error {
 	if o.Hours <= 0 {
 		o.Hours = 3
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.OrReal(o.Clock)
 	return os.MkdirAll(o.Dir, 0o755)
 }
 
@@ -195,7 +195,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	fmt.Fprintf(e.out, "    schema id %d\n", id)
 
-	now := opts.Now()
+	now := opts.Clock.Now()
 	from := now.Add(-time.Duration(opts.Hours) * time.Hour)
 	e.step("producing %d page views from %s to %s (Avro, Confluent framing, keyed by user)",
 		opts.Events, from.UTC().Format("15:04"), now.UTC().Format("15:04 MST"))

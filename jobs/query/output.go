@@ -39,14 +39,10 @@ type Output struct {
 // then writes row by row; memory stays bounded whatever the result size.
 // It returns the number of rows printed.
 func Write(w io.Writer, rows Result, o Output) (int64, error) {
-	formatName, limit, loc := o.Format, o.Limit, o.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	switch formatName {
+	switch o.Format {
 	case FormatTable, FormatCSV, FormatJSON, "":
 	default:
-		return 0, fmt.Errorf("query: unknown output format %q: use table, csv or json", formatName)
+		return 0, fmt.Errorf("query: unknown output format %q: use table, csv or json", o.Format)
 	}
 	cols, err := rows.Columns()
 	if err != nil {
@@ -56,12 +52,23 @@ func Write(w io.Writer, rows Result, o Output) (int64, error) {
 	if err != nil || len(types) != len(cols) {
 		types = make([]string, len(cols))
 	}
+	p := &printer{rows: rows, cols: cols, types: types, limit: o.Limit, loc: o.Location}
+	if p.loc == nil {
+		p.loc = time.UTC
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	n, err := write(bw, rows, cols, types, formatName, limit, loc)
+	switch o.Format {
+	case FormatCSV:
+		err = p.writeCSV(bw)
+	case FormatJSON:
+		err = p.writeJSON(bw)
+	default:
+		err = p.writeTable(bw)
+	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	return n, err
+	return p.n, err
 }
 
 // printer reads a result's rows for one Write: the values scanned, times
@@ -73,20 +80,6 @@ type printer struct {
 	limit int64
 	loc   *time.Location
 	n     int64 // rows printed
-}
-
-func write(w io.Writer, rows Result, cols, types []string, formatName string, limit int64, loc *time.Location) (int64, error) {
-	p := &printer{rows: rows, cols: cols, types: types, limit: limit, loc: loc}
-	var err error
-	switch formatName {
-	case FormatCSV:
-		err = p.writeCSV(w)
-	case FormatJSON:
-		err = p.writeJSON(w)
-	default:
-		err = p.writeTable(w)
-	}
-	return p.n, err
 }
 
 // more reports whether the limit allows another row.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -31,7 +32,7 @@ import (
 type Cache struct {
 	dir   string
 	limit int64
-	clock func() time.Time
+	clock clock.Clock
 }
 
 // NewCache returns the cache in dir holding at most limit bytes.
@@ -41,7 +42,7 @@ func NewCache(dir string, limit int64) (*Cache, error) {
 			return nil, fmt.Errorf("query: local cache: %w", err)
 		}
 	}
-	return &Cache{dir: dir, limit: limit, clock: time.Now}, nil
+	return &Cache{dir: dir, limit: limit, clock: clock.Real{}}, nil
 }
 
 // DefaultCacheDir is the cache directory when none is given.
@@ -79,7 +80,7 @@ func (c *Cache) put(key, rel string, produce func(dst string) error) (string, bo
 	entry := filepath.Join(c.dir, "files", key)
 	local := filepath.Join(entry, filepath.FromSlash(rel))
 	if _, err := os.Stat(local); err == nil {
-		now := c.clock()
+		now := c.clock.Now()
 		os.Chtimes(entry, now, now)
 		return local, false, nil
 	}
