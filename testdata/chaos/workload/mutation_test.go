@@ -4,10 +4,16 @@ package workload
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/internal/mutate"
@@ -112,4 +118,90 @@ func TestMutationChain(t *testing.T) {
 	expect(t, mutate.Chain, history.LoadDuplicate, func(t *testing.T) history.History {
 		return racingLoads(t, writers.Split{Start: 0, End: 10}, writers.Split{Start: 5, End: 15})
 	})
+}
+
+// Without the idempotent-sequence check, a producer's retry of a batch the
+// broker already appended (its answer lost) is appended again: one value
+// at two offsets.
+func TestMutationIdempotentSequence(t *testing.T) {
+	expect(t, mutate.IdempotentSequence, history.Duplicate, retriedBatch)
+}
+
+// retriedBatch takes a producer id (InitProducerId), then sends one
+// sequenced batch of one value twice, as a client does whose first answer
+// was lost, recorded as one produce acknowledged at the offset of the last
+// answer; then a final read.
+func retriedBatch(t *testing.T) history.History {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, value = "idem", "retried-0"
+	addr := startBroker(t, topic, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(init.ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("init producer id: %v", err)
+	}
+	batch := sequencedBatch(init.ProducerID, init.ProducerEpoch, 0, value)
+	rec := history.NewRecorder(nil)
+	inv := rec.Invoke(1, history.Produce)
+	var off int64
+	for try := 0; try < 2; try++ {
+		if off, err = produceBatch(ctx, cl, topic, batch); err != nil {
+			t.Fatalf("send %d: %v", try+1, err)
+		}
+	}
+	inv.Complete(history.Op{Outcome: history.OK, Topic: topic, Partition: 0, Offset: off, Value: value})
+	if _, err := FinalRead(ctx, rec, 2, addr, topic); err != nil {
+		t.Fatal(err)
+	}
+	return rec.History()
+}
+
+// produceBatch sends one record batch to partition 0 with acks=all and
+// returns the base offset the broker answers.
+func produceBatch(ctx context.Context, cl *kgo.Client, topic string, batch []byte) (int64, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("produce answer shape: %+v", resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.BaseOffset, kerr.ErrorForCode(p.ErrorCode)
+}
+
+// sequencedBatch is a RecordBatch v2 of one uncompressed record of value,
+// of an idempotent producer at sequence seq.
+func sequencedBatch(producerID int64, epoch int16, seq int32, value string) []byte {
+	body := []byte{0}                    // attributes
+	body = binary.AppendVarint(body, 0)  // timestamp delta
+	body = binary.AppendVarint(body, 0)  // offset delta
+	body = binary.AppendVarint(body, -1) // no key
+	body = binary.AppendVarint(body, int64(len(value)))
+	body = append(body, value...)
+	body = binary.AppendVarint(body, 0) // no headers
+	rec := binary.AppendVarint(nil, int64(len(body)))
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: producerID, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: append(rec, body...)}
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
