@@ -15,8 +15,9 @@
 //
 // The names (constants below) and what each disables:
 //
-//	writers.exclusive-manifest  the commit writes the split's manifest over an
-//	                            existing one instead of creating it exclusively
+//	writers.exclusive-manifest  the commit writes the split's manifest with a
+//	                            plain replacing write (vfs.WriteFileAtomic)
+//	                            instead of creating it exclusively
 //	writers.chain               the chain rule: a split may start anywhere
 //	writers.lease               recovery takes every attempt for dead, live
 //	                            or not (its lease is not consulted)
