@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/internal/mutate"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -204,4 +207,114 @@ func sequencedBatch(producerID int64, epoch int16, seq int32, value string) []by
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// Without the fate file's exclusive create, an attempt whose lease expired
+// writes its commit intent over recovery's reaped mark and commits while
+// recovery deletes its files: the loaded range's records are missing.
+func TestMutationFate(t *testing.T) {
+	expect(t, mutate.Fate, history.LoadLost, reapedAttemptCommits)
+}
+
+// reapedAttemptCommits produces 15 values, writes them as one split
+// through a store on an interleaving file system, then runs a recovery
+// whose clock is past the attempt's lease (the attempt stalled). Recovery
+// reaps the attempt and is held before it deletes the attempt directory;
+// the attempt then commits, and once it has claimed its fate (it reaches
+// the manifest) recovery's deletion goes first. It returns the history with
+// the load and the warehouse read back.
+func reapedAttemptCommits(t *testing.T) history.History {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic = "f"
+	addr := startBroker(t, topic, 1)
+	rec := history.NewRecorder(nil)
+	p, err := NewProducer(rec, ProducerConfig{Bootstrap: addr, Topic: topic, Process: 1, Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Run(ctx, 15)
+	final, err := FinalRead(ctx, rec, 2, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := t.TempDir()
+	fsys, err := filesystem.Open("file://" + wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	ifs := &interleaveFS{FS: fsys, manifest: writers.ManifestPath(topic, 0, 0),
+		reaped: make(chan struct{}), claimed: make(chan struct{}), removed: make(chan struct{})}
+	now := time.Now()
+	store := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: func() time.Time { return now }})
+	late := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: func() time.Time { return now.Add(time.Hour) }})
+	w, err := writers.NewSplitWriter(store, writers.Split{Topic: topic, Start: 0, End: 15}, writers.Config{Format: format.Options{Kind: format.JSONLines, MetadataColumns: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range final.Records {
+		if err := w.Write(valueSchema, map[string]any{"value": r.Value}, format.Meta{Topic: topic, Partition: 0, Offset: r.Offset, Timestamp: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recovered := make(chan error, 1)
+	go func() { _, err := late.Recover(topic, 0); recovered <- err }()
+	<-ifs.reaped
+	inv := rec.Invoke(10, history.Load)
+	_, err = w.Commit(15)
+	ifs.claim() // refused before the manifest: let recovery go on
+	op := history.Op{Outcome: history.OK}
+	if err != nil {
+		op.Outcome, op.Error = history.Unknown, err.Error()
+	}
+	inv.Complete(op)
+	if err := <-recovered; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	return rec.History()
+}
+
+// interleaveFS holds the first deletion of an attempt directory (recovery
+// taking a reaped attempt) until the manifest is about to be created (the
+// attempt has claimed its fate) or claim is called, and holds that
+// manifest until the deletion is done.
+type interleaveFS struct {
+	vfs.FS
+	manifest                 string
+	reaped, claimed, removed chan struct{}
+	removeOnce, claimOnce    sync.Once
+	manifestOnce, reapedOnce sync.Once
+}
+
+func (f *interleaveFS) claim() { f.claimOnce.Do(func() { close(f.claimed) }) }
+
+func (f *interleaveFS) RemoveAll(name string) error {
+	held := false
+	if strings.HasPrefix(name, "_sluice/tmp/") {
+		f.removeOnce.Do(func() { held = true })
+	}
+	if !held {
+		return f.FS.RemoveAll(name)
+	}
+	f.reapedOnce.Do(func() { close(f.reaped) })
+	<-f.claimed
+	defer close(f.removed)
+	return f.FS.RemoveAll(name)
+}
+
+func (f *interleaveFS) WriteExclusive(name string, data []byte) error {
+	held := false
+	if name == f.manifest {
+		f.manifestOnce.Do(func() { held = true })
+	}
+	if held {
+		f.claim()
+		<-f.removed
+	}
+	return f.FS.WriteExclusive(name, data)
 }
