@@ -128,6 +128,13 @@ func TestEachAnomalyReportedExactly(t *testing.T) {
 			b.commit(5, Commit, 7)
 			b.commit(6, Commit, 5)
 		}},
+		{"commit backwards past a concurrent lower one", CommitBackwards, 2, func(b *builder) {
+			c7 := b.r.Invoke(5, Commit)
+			c6 := b.r.Invoke(6, Commit)
+			c7.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 7}}})
+			c6.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 6}}})
+			b.commit(7, FetchCommitted, 6)
+		}},
 		{"fetch sees a commit go backwards", CommitBackwards, 2, func(b *builder) {
 			b.commit(5, Commit, 7)
 			b.commit(6, FetchCommitted, -1)
@@ -178,7 +185,7 @@ func TestNearMissesAreClean(t *testing.T) {
 		{"final read concurrent with the produce", func(b *builder) {
 			f := b.r.Invoke(99, FinalRead)
 			b.produce(1, OK, 1, 0, "late")
-			f.Complete(Op{Outcome: OK, Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 0}}})
+			f.Complete(Op{Outcome: OK, Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 1}}})
 		}},
 		{"final read not covering the offset", func(b *builder) {
 			b.produce(1, OK, 1, 5, "beyond")
