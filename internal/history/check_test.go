@@ -291,3 +291,23 @@ func TestRecorderConcurrentUse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A skip names the first operation that showed the skipped offset, the
+// same on every Check, even where that offset was seen holding two values.
+func TestSkipNamesTheFirstSighting(t *testing.T) {
+	b := clean()
+	b.produce(1, OK, 1, 0, "s0")
+	shown := b.op(1, Produce, Op{Outcome: OK, Topic: "t", Partition: 1, Offset: 1, Value: "s1"}).ID
+	b.produce(1, Unknown, 1, -1, "s1b")
+	b.poll(6, recs(1, 1, "s1b"))
+	b.produce(1, OK, 1, 2, "s2")
+	from := b.op(5, Poll, Op{Outcome: OK, Records: recs(1, 0, "s0")}).ID
+	to := b.op(5, Poll, Op{Outcome: OK, Records: recs(1, 2, "s2")}).ID
+	h := b.r.History()
+	want := []int{shown, from, to}
+	for i := 0; i < 50; i++ {
+		if sk := Check(h).Of(Skip); len(sk) != 1 || !reflect.DeepEqual(sk[0].Ops, want) {
+			t.Fatalf("check %d: skips %+v, want one naming ops %v", i, sk, want)
+		}
+	}
+}
