@@ -270,10 +270,11 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 		return Result{}, err
 	}
 	mp := ManifestPath(a.split.Topic, a.split.Partition, a.split.Start)
-	if mutate.Enabled(mutate.ExclusiveManifest) { // test-only: overwrite a winner's manifest
-		_ = s.fs.Remove(mp)
+	write := s.fs.WriteExclusive
+	if mutate.Enabled(mutate.ExclusiveManifest) { // test-only: write over a winner's manifest
+		write = func(p string, b []byte) error { return vfs.WriteFileAtomic(s.fs, path.Dir(p), path.Base(p), b) }
 	}
-	werr := s.fs.WriteExclusive(mp, data)
+	werr := write(mp, data)
 	if werr != nil {
 		// Learn the outcome from the manifest itself (on HDFS the winner
 		// may still be writing it: wait a little for it to become whole).

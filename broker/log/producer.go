@@ -3,9 +3,10 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/mutate"
 	"sort"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/mutate"
 )
 
 // producerBatchesKept is how many recent batches per producer are remembered

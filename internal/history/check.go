@@ -99,7 +99,8 @@ type index struct {
 	valueAt map[string]map[position]int
 	// what each position was seen holding: value → first op id.
 	posHolds map[position]map[string]int
-	// the offsets known to hold a record, per partition, sorted.
+	// the offsets known to hold a record, per partition, sorted: the
+	// positions of posHolds, kept for the skip check's search.
 	known map[partitionKey][]int64
 }
 
@@ -150,8 +151,6 @@ func buildIndex(h History) *index {
 		}
 		if x.posHolds[p] == nil {
 			x.posHolds[p] = map[string]int{}
-			k := partitionKey{p.topic, p.partition}
-			x.known[k] = append(x.known[k], p.offset)
 		}
 		if _, ok := x.posHolds[p][v]; !ok {
 			x.posHolds[p][v] = id
@@ -171,8 +170,11 @@ func buildIndex(h History) *index {
 			}
 		}
 	}
-	for k := range x.known {
-		s := x.known[k]
+	for p := range x.posHolds {
+		k := partitionKey{p.topic, p.partition}
+		x.known[k] = append(x.known[k], p.offset)
+	}
+	for _, s := range x.known {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	}
 	return x

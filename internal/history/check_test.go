@@ -128,6 +128,13 @@ func TestEachAnomalyReportedExactly(t *testing.T) {
 			b.commit(5, Commit, 7)
 			b.commit(6, Commit, 5)
 		}},
+		{"commit backwards past a concurrent lower one", CommitBackwards, 2, func(b *builder) {
+			c7 := b.r.Invoke(5, Commit)
+			c6 := b.r.Invoke(6, Commit)
+			c7.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 7}}})
+			c6.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 6}}})
+			b.commit(7, FetchCommitted, 6)
+		}},
 		{"fetch sees a commit go backwards", CommitBackwards, 2, func(b *builder) {
 			b.commit(5, Commit, 7)
 			b.commit(6, FetchCommitted, -1)
@@ -178,7 +185,7 @@ func TestNearMissesAreClean(t *testing.T) {
 		{"final read concurrent with the produce", func(b *builder) {
 			f := b.r.Invoke(99, FinalRead)
 			b.produce(1, OK, 1, 0, "late")
-			f.Complete(Op{Outcome: OK, Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 0}}})
+			f.Complete(Op{Outcome: OK, Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 1}}})
 		}},
 		{"final read not covering the offset", func(b *builder) {
 			b.produce(1, OK, 1, 5, "beyond")
@@ -282,5 +289,25 @@ func TestRecorderConcurrentUse(t *testing.T) {
 	}
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A skip names the first operation that showed the skipped offset, the
+// same on every Check, even where that offset was seen holding two values.
+func TestSkipNamesTheFirstSighting(t *testing.T) {
+	b := clean()
+	b.produce(1, OK, 1, 0, "s0")
+	shown := b.op(1, Produce, Op{Outcome: OK, Topic: "t", Partition: 1, Offset: 1, Value: "s1"}).ID
+	b.produce(1, Unknown, 1, -1, "s1b")
+	b.poll(6, recs(1, 1, "s1b"))
+	b.produce(1, OK, 1, 2, "s2")
+	from := b.op(5, Poll, Op{Outcome: OK, Records: recs(1, 0, "s0")}).ID
+	to := b.op(5, Poll, Op{Outcome: OK, Records: recs(1, 2, "s2")}).ID
+	h := b.r.History()
+	want := []int{shown, from, to}
+	for i := 0; i < 50; i++ {
+		if sk := Check(h).Of(Skip); len(sk) != 1 || !reflect.DeepEqual(sk[0].Ops, want) {
+			t.Fatalf("check %d: skips %+v, want one naming ops %v", i, sk, want)
+		}
 	}
 }

@@ -71,15 +71,22 @@ func (x *index) stepSequence(s *seqState, op *Op, r Record) (Anomaly, bool) {
 	j := sort.Search(len(known), func(i int) bool { return known[i] > s.last })
 	if j < len(known) && known[j] < r.Offset {
 		skipped := position{r.Topic, r.Partition, known[j]}
-		ids := []int{s.lastOp, op.ID}
-		for _, id := range x.posHolds[skipped] {
-			ids = append(ids, id)
-			break
-		}
-		return Anomaly{Kind: Skip, Ops: sortedIDs(ids...),
+		return Anomaly{Kind: Skip, Ops: sortedIDs(s.lastOp, op.ID, x.firstSighting(skipped)),
 			Detail: fmt.Sprintf("process %d polled %s right after offset %d, skipping %s which holds a record", op.Process, pos, s.last, skipped)}, true
 	}
 	return Anomaly{}, false
+}
+
+// firstSighting is the first op that showed a record at p (p must have
+// been seen).
+func (x *index) firstSighting(p position) int {
+	first := -1
+	for _, id := range x.posHolds[p] {
+		if first < 0 || id < first {
+			first = id
+		}
+	}
+	return first
 }
 
 // commitObs is a group's committed offset of a partition as one op saw it.

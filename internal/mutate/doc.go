@@ -15,13 +15,24 @@
 //
 // The names (constants below) and what each disables:
 //
-//	writers.exclusive-manifest  the commit writes the split's manifest over an
-//	                            existing one instead of creating it exclusively
+//	writers.exclusive-manifest  the commit writes the split's manifest with a
+//	                            plain replacing write (vfs.WriteFileAtomic)
+//	                            instead of creating it exclusively
 //	writers.chain               the chain rule: a split may start anywhere
-//	writers.lease               recovery takes every attempt for dead, live
-//	                            or not (its lease is not consulted)
+//	writers.fate                an attempt's commit intent is written over its
+//	                            fate file (vfs.WriteFileAtomic) instead of
+//	                            created exclusively, so it replaces recovery's
+//	                            reaped mark and commits files recovery deletes
 //	broker.idempotent-sequence  the broker appends an idempotent producer's
 //	                            duplicate or out-of-order batch as new
+//
+// Each has a test in testdata/chaos/workload (TestMutation*) where the
+// checker reports an anomaly with it on and none with it off. The
+// attempt's lease has no switch: with it ignored, recovery reaps live
+// attempts, but the fate file still decides between an attempt and
+// recovery (a reaped attempt's commit is refused, ErrAttemptExpired), so
+// only progress is lost (runs fail and are retried), which the checker
+// does not judge; the lease itself is tested in writers (lease_test.go).
 package mutate
 
 // EnvVar names the environment variable that lists the mutations on.
@@ -31,9 +42,9 @@ const EnvVar = "SLUICE_MUTATE"
 const (
 	ExclusiveManifest  = "writers.exclusive-manifest"
 	Chain              = "writers.chain"
-	Lease              = "writers.lease"
+	Fate               = "writers.fate"
 	IdempotentSequence = "broker.idempotent-sequence"
 )
 
 // Names lists every mutation.
-var Names = []string{ExclusiveManifest, Chain, Lease, IdempotentSequence}
+var Names = []string{ExclusiveManifest, Chain, Fate, IdempotentSequence}

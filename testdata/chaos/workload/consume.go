@@ -155,15 +155,19 @@ func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) e
 
 // commitPolled commits the offsets after the records of fs and records it.
 func commitPolled(ctx context.Context, rec *history.Recorder, cl *kgo.Client, cfg GroupConfig, fs kgo.Fetches) {
-	next := map[[2]any]int64{}
+	type partition struct {
+		topic string
+		id    int32
+	}
+	next := map[partition]int64{}
 	var recs []*kgo.Record
 	fs.EachRecord(func(r *kgo.Record) {
 		recs = append(recs, r)
-		next[[2]any{r.Topic, r.Partition}] = r.Offset + 1
+		next[partition{r.Topic, r.Partition}] = r.Offset + 1
 	})
 	var offs []history.Offset
 	for k, o := range next {
-		offs = append(offs, history.Offset{Topic: k[0].(string), Partition: k[1].(int32), Offset: o})
+		offs = append(offs, history.Offset{Topic: k.topic, Partition: k.id, Offset: o})
 	}
 	inv := rec.Invoke(cfg.Process, history.Commit)
 	err := cl.CommitRecords(ctx, recs...)

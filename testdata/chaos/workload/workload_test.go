@@ -2,48 +2,22 @@ package workload
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/broker"
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
-// startBroker runs an in-process sluice broker on a temp dir with topic
-// created (partitions partitions); it stops at cleanup.
+// startBroker runs an in-process sluice broker (testdata/harness/sluice)
+// with topic created (partitions partitions); it stops at cleanup.
 func startBroker(t *testing.T, topic string, partitions int32) []string {
 	t.Helper()
-	b, err := broker.Start(broker.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	addr := []string{b.Addr().String()}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	b := sluice.StartBroker(t, sluice.BrokerOptions{})
+	sluice.CreateTopic(t, b.Addr, topic, partitions)
+	return []string{b.Addr}
 }
 
 func checkClean(t *testing.T, rec *history.Recorder) history.History {
