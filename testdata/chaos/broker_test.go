@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // startBroker makes and starts a broker node with the given properties (a
@@ -29,25 +27,6 @@ func startBroker(t *testing.T, r *harness.Run, name string, props string) *harne
 		t.Fatal(err)
 	}
 	return b
-}
-
-// createTopic creates topic with partitions on the broker at addr.
-func createTopic(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, configs, topic)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
 }
 
 // TestBrokerKillPause: one broker killed (kill -9) and paused (SIGSTOP)
@@ -69,7 +48,7 @@ func TestBrokerKillPause(t *testing.T) {
 				props += "log.flush.interval.messages=1\n"
 			}
 			b := startBroker(t, r, "broker", props)
-			createTopic(t, b.HostPort, "chaos", 3, nil)
+			sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 			rec, closeHistory := newHistory(t, r)
 			st := newStamps(rec)
 
@@ -110,7 +89,7 @@ func TestBrokerDiskFull(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	rec, closeHistory := newHistory(t, r)
 	st := newStamps(rec)
 	third := r.Duration / 3

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // groupMember is a consumer-group member process: it consumes
@@ -129,7 +130,7 @@ func (m *memberLines) line(start int, line string) {
 func TestGroupMembersKilledAndPaused(t *testing.T) {
 	r := harness.NewRun(t, "groups", 12*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\ngroup.min.session.timeout.ms=1000\ngroup.initial.rebalance.delay.ms=0\n")
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	rec, closeHistory := newHistory(t, r)
 	st := newStamps(rec)
 	exe, err := os.Executable()

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -30,7 +31,7 @@ const loadJob = "chaos-load"
 func TestLoaderUnderFaults(t *testing.T) {
 	r := harness.NewRun(t, "loader", 20*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\n")
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	zk := r.ZooKeeper("zk", r.WorkDir("zk"))
 	if err := zk.Start(); err != nil {
 		t.Fatal(err)
