@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/testdata/harness/zk"
 )
 
@@ -46,7 +47,7 @@ func SluiceBinary(t testing.TB) string {
 }
 
 func buildSluice() (string, error) {
-	root, err := repoRoot()
+	root, err := kafka.RepoRoot()
 	if err != nil {
 		return "", err
 	}
