@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/chaos/workload"
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
@@ -40,6 +41,10 @@ func TestBrokerKillPause(t *testing.T) {
 		acks  string
 		flush string
 	}{{"all", "1"}, {"all", "default"}, {"1", "1"}, {"1", "default"}} {
+		acks := workload.AcksAll
+		if v.acks == "1" {
+			acks = workload.AcksLeader
+		}
 		name := fmt.Sprintf("broker-kill-pause-acks-%s-flush-%s", v.acks, v.flush)
 		t.Run(name, func(t *testing.T) {
 			r := harness.NewRun(t, name, 6*time.Second)
@@ -57,12 +62,12 @@ func TestBrokerKillPause(t *testing.T) {
 				Nemeses: []harness.Nemesis{&harness.Kill{Nodes: []*harness.Node{b.Node}}, &harness.Pause{Nodes: []*harness.Node{b.Node}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 			defer cancel()
-			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 1, 2, nil, 0)
+			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, acks, 1, 2, nil, 0)
 			if err := sched.Play(ctx); err != nil {
 				t.Error(err)
 			}
 			load.stop()
-			finalRead(t, rec, b.HostPort, "chaos", 3)
+			finalRead(t, rec, b.HostPort, "chaos")
 			st.close()
 			closeHistory()
 			verdict(r, sched, rec.History(), st, harness.Report{History: historyPath(r),
@@ -100,16 +105,16 @@ func TestBrokerDiskFull(t *testing.T) {
 			&harness.Kill{Nodes: []*harness.Node{b.Node}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, nil, 0)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, nil, 0)
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
 	load.stop()
 	// the broker takes writes again once space is back
-	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 3, 1, nil, 0)
+	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 3, 1, nil, 0)
 	time.Sleep(time.Second) // a second of produce after the faults, the workload's length
 	after.stop()
-	finalRead(t, rec, b.HostPort, "chaos", 3)
+	finalRead(t, rec, b.HostPort, "chaos")
 	st.close()
 	closeHistory()
 	h := rec.History()

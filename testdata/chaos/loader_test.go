@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/chaos/workload"
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -75,7 +76,7 @@ func TestLoaderUnderFaults(t *testing.T) {
 			&harness.Isolate{Net: r.Net, Nodes: targets, Peers: peers}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+2*time.Minute)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, events.encode, 20*time.Millisecond)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, events.encode, 20*time.Millisecond)
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
@@ -87,10 +88,9 @@ func TestLoaderUnderFaults(t *testing.T) {
 			}
 		}
 	}
-	finalRead(t, rec, b.HostPort, "chaos", 3)
-	h := rec.History()
+	final := finalRead(t, rec, b.HostPort, "chaos")
 	ends := map[int32]int64{}
-	for _, rg := range h[len(h)-1].Ranges {
+	for _, rg := range final.Ranges {
 		ends[rg.Partition] = rg.End
 	}
 	r.Note("loader", "catching up", fmt.Sprintf("to high watermarks %v", ends))
@@ -106,7 +106,7 @@ func TestLoaderUnderFaults(t *testing.T) {
 	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges})
 	st.close()
 	closeHistory()
-	h = rec.History()
+	h := rec.History()
 	res := history.Check(h)
 	notes := []string{"2 schedulers, 3 workers, ZooKeeper; every record loaded exactly once; _SUCCESS only on complete hours"}
 	incomplete, marked, err := checkSuccess(out, h, st, events, loaded)
