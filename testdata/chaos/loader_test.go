@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/scheduler"
@@ -30,7 +33,7 @@ const loadJob = "chaos-load"
 // load-duplicate), and no hour may carry _SUCCESS without every record of
 // it that was acknowledged before the run that marked it began.
 func TestLoaderUnderFaults(t *testing.T) {
-	r := harness.NewRun(t, "loader", 20*time.Second)
+	r := harness.NewRun(t, "loader", 24*time.Second) // long enough for each of the four faults once
 	b := startBroker(t, r, "broker", "num.partitions=3\n")
 	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	zk := r.ZooKeeper("zk", r.WorkDir("zk"))
@@ -46,11 +49,11 @@ func TestLoaderUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect := zk.Connect("/sluice-chaos")
-	var targets []*harness.Node
+	var targets, schedulers []*harness.Node
 	for _, name := range []string{"s1", "s2"} {
 		n := r.Sluice(name, "sluice scheduler running", "scheduler", "--jobs", jobsDir, "--zookeeper", connect,
 			"--session-timeout", "2s", "--min-interval", "1s", "--scan-interval", "1s", "--name", name)
-		targets = append(targets, n)
+		targets, schedulers = append(targets, n), append(schedulers, n)
 	}
 	for _, name := range []string{"w1", "w2", "w3"} {
 		targets = append(targets, r.Sluice(name, "sluice worker taking tasks", "worker", "--zookeeper", connect,
@@ -71,8 +74,9 @@ func TestLoaderUnderFaults(t *testing.T) {
 	st := newStamps(rec)
 	events := newEventClock(time.Now())
 	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
-		Steps: harness.RandomSchedule(r.Rand, r.Duration, 3*time.Second, "kill", "pause", "partition"),
+		Steps: harness.RandomSchedule(r.Rand, r.Duration, 3*time.Second, "kill", "kill-leader", "pause", "partition"),
 		Nemeses: []harness.Nemesis{&harness.Kill{Nodes: targets}, &harness.Pause{Nodes: targets},
+			&harness.Aimed{As: "kill-leader", Nemesis: &harness.Kill{Nodes: schedulers}, Target: leaderOf(zk.HostPort, "/sluice-chaos")},
 			&harness.Isolate{Net: r.Net, Nodes: targets, Peers: peers}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+2*time.Minute)
 	defer cancel()
@@ -121,7 +125,55 @@ func TestLoaderUnderFaults(t *testing.T) {
 	if marked == 0 {
 		t.Errorf("no hour was marked _SUCCESS: the completeness check had nothing to check")
 	}
+	leaderKills := 0
+	for _, e := range r.Events.List() {
+		if e.Target == "kill-leader" && e.What == "fault" {
+			leaderKills++
+		}
+	}
+	if leaderKills == 0 {
+		t.Errorf("the leading scheduler was never killed: the failover went unchecked")
+	}
 }
+
+// leaderOf finds the scheduler that leads: the name in the election's
+// ephemeral /leader node under chroot (scheduler/cluster's layout), waiting
+// up to 15 s for one to hold it (after ZooKeeper's restart or a failover).
+func leaderOf(server, chroot string) func() (string, error) {
+	return func() (string, error) {
+		c, _, err := gozk.Connect([]string{server}, 5*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(quietZK{}))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		timeout := time.After(15 * time.Second)
+		for {
+			ok, _, ch, err := c.ExistsW(chroot + "/leader")
+			if err != nil {
+				return "", fmt.Errorf("leader: %w", err)
+			}
+			if ok {
+				b, _, err := c.Get(chroot + "/leader")
+				if err == nil {
+					return string(b), nil
+				}
+				if !errors.Is(err, gozk.ErrNoNode) {
+					return "", fmt.Errorf("leader: %w", err)
+				}
+				continue // gone between the two: ask again
+			}
+			select {
+			case <-ch:
+			case <-timeout:
+				return "", errors.New("leader: no scheduler holds /leader after 15s")
+			}
+		}
+	}
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
 
 // eventClock stamps records with an event time that runs 240 times faster
 // than the wall clock from three hours ago, so a short run crosses hours
