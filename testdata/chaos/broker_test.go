@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/chaos/workload"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
 // startBroker makes and starts a broker node with the given properties (a
@@ -31,25 +30,6 @@ func startBroker(t *testing.T, r *harness.Run, name string, props string) *harne
 	return b
 }
 
-// createTopic creates topic with partitions on the broker at addr.
-func createTopic(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, configs, topic)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-}
-
 // TestBrokerKillPause: one broker killed (kill -9) and paused (SIGSTOP)
 // while producers write unique values with acks=all or acks=1, with
 // flush.messages=1 or the default (page cache). A process kill loses
@@ -61,6 +41,10 @@ func TestBrokerKillPause(t *testing.T) {
 		acks  string
 		flush string
 	}{{"all", "1"}, {"all", "default"}, {"1", "1"}, {"1", "default"}} {
+		acks := workload.AcksAll
+		if v.acks == "1" {
+			acks = workload.AcksLeader
+		}
 		name := fmt.Sprintf("broker-kill-pause-acks-%s-flush-%s", v.acks, v.flush)
 		t.Run(name, func(t *testing.T) {
 			r := harness.NewRun(t, name, 6*time.Second)
@@ -69,7 +53,7 @@ func TestBrokerKillPause(t *testing.T) {
 				props += "log.flush.interval.messages=1\n"
 			}
 			b := startBroker(t, r, "broker", props)
-			createTopic(t, b.HostPort, "chaos", 3, nil)
+			sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 			rec, closeHistory := newHistory(t, r)
 			st := newStamps(rec)
 
@@ -78,12 +62,12 @@ func TestBrokerKillPause(t *testing.T) {
 				Nemeses: []harness.Nemesis{&harness.Kill{Nodes: []*harness.Node{b.Node}}, &harness.Pause{Nodes: []*harness.Node{b.Node}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 			defer cancel()
-			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", v.acks, 1, 2, nil, 0)
+			load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, acks, 1, 2, nil, 0)
 			if err := sched.Play(ctx); err != nil {
 				t.Error(err)
 			}
 			load.stop()
-			finalRead(t, rec, b.HostPort, "chaos", 3)
+			finalRead(t, rec, b.HostPort, "chaos")
 			st.close()
 			closeHistory()
 			verdict(r, sched, rec.History(), st, harness.Report{History: historyPath(r),
@@ -110,7 +94,7 @@ func TestBrokerDiskFull(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	rec, closeHistory := newHistory(t, r)
 	st := newStamps(rec)
 	third := r.Duration / 3
@@ -121,16 +105,16 @@ func TestBrokerDiskFull(t *testing.T) {
 			&harness.Kill{Nodes: []*harness.Node{b.Node}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, nil, 0)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, nil, 0)
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
 	load.stop()
 	// the broker takes writes again once space is back
-	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 3, 1, nil, 0)
+	after := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 3, 1, nil, 0)
 	time.Sleep(time.Second) // a second of produce after the faults, the workload's length
 	after.stop()
-	finalRead(t, rec, b.HostPort, "chaos", 3)
+	finalRead(t, rec, b.HostPort, "chaos")
 	st.close()
 	closeHistory()
 	h := rec.History()

@@ -2,11 +2,10 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,108 +14,46 @@ import (
 
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/chaos/workload"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
-// groupMember is a consumer-group member process: it consumes
-// CHAOS_TOPIC as a member of CHAOS_GROUP on CHAOS_BOOTSTRAP, commits after
-// every poll, and reports on stdout, one line each:
-//
-//	assign P O     partition P assigned, resuming at committed offset O (-1: none)
-//	rec P O VALUE  a record polled
-//	commit P O     offset O of P committed (acknowledged by the coordinator)
+// groupMember is a consumer-group member process: workload.ConsumeGroup
+// of CHAOS_TOPIC as a member of CHAOS_GROUP on CHAOS_BOOTSTRAP, committing
+// after every poll, its operations written to stdout as history JSON lines
+// (flushed after each poll and its commit) for memberLines to take into the
+// run's history. It runs until it is killed.
 func groupMember() int {
-	group, topic := os.Getenv("CHAOS_GROUP"), os.Getenv("CHAOS_TOPIC")
-	var adm *kadm.Client
-	var mu sync.Mutex // serialises the report lines
-	say := func(format string, args ...any) {
-		mu.Lock()
-		fmt.Fprintf(os.Stdout, format+"\n", args...)
-		mu.Unlock()
+	rec := history.NewRecorder(os.Stdout)
+	fmt.Println("member ready")
+	err := workload.ConsumeGroup(context.Background(), rec, workload.GroupConfig{
+		Bootstrap: []string{os.Getenv("CHAOS_BOOTSTRAP")}, Topic: os.Getenv("CHAOS_TOPIC"), Group: os.Getenv("CHAOS_GROUP"),
+		NoRetention: true,
+		Until:       func(int) bool { return rec.Flush() != nil },
+		// a poll is one line of the node's log: kept well under its 1 MiB bound
+		Options: []kgo.Opt{kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+			kgo.RebalanceTimeout(5 * time.Second), kgo.FetchMaxBytes(64 << 10), kgo.FetchMaxPartitionBytes(64 << 10)},
+	})
+	if err == nil {
+		err = rec.Flush()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(os.Getenv("CHAOS_BOOTSTRAP")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.SessionTimeout(3*time.Second),
-		kgo.HeartbeatInterval(300*time.Millisecond), kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(300*time.Millisecond),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelWarn, nil)),
-		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
-			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			committed, err := adm.FetchOffsets(fctx, group)
-			cancel()
-			for _, p := range m[topic] {
-				off := int64(-1)
-				if o, ok := committed.Lookup(topic, p); ok && err == nil && o.Err == nil && o.At >= 0 {
-					off = o.At
-				} else if err == nil {
-					off = 0 // no commit: the reset offset, the log start (nothing is deleted here)
-				}
-				say("assign %d %d", p, off)
-			}
-		}))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(os.Getenv("CHAOS_BOOTSTRAP"))) // apart from the member's own client
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	adm = kadm.NewClient(admCl)
-	say("member ready")
-	ctx := context.Background()
-	for {
-		fs := cl.PollRecords(ctx, 100)
-		last := map[int32]int64{}
-		fs.EachRecord(func(r *kgo.Record) {
-			say("rec %d %d %s", r.Partition, r.Offset, recordValueOf(r.Value))
-			last[r.Partition] = r.Offset
-		})
-		if len(last) > 0 {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := cl.CommitUncommittedOffsets(cctx)
-			cancel()
-			if err == nil {
-				for p, o := range last {
-					say("commit %d %d", p, o+1)
-				}
-			}
-		}
-		cl.AllowRebalance()
-	}
+	fmt.Fprintln(os.Stderr, err)
+	return 1
 }
 
-// memberLines turns a member node's report lines into history operations;
-// each start of the node is a new history process.
+// memberLines takes a member node's operations (history JSON lines) into
+// the run's history; each start of the node is a new history process.
 type memberLines struct {
-	rec   *history.Recorder
-	topic string
-	group string
-	base  int // process ids are base*100 + start
+	rec  *history.Recorder
+	base int // process ids are base*100 + start
 }
 
 func (m *memberLines) line(start int, line string) {
-	f := strings.Fields(line)
-	if len(f) < 3 {
-		return
+	var op history.Op
+	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &op) != nil {
+		return // the member's other output
 	}
-	p, err1 := strconv.ParseInt(f[1], 10, 32)
-	o, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return
-	}
-	proc := m.base*100 + start
-	off := []history.Offset{{Topic: m.topic, Partition: int32(p), Offset: o}}
-	switch f[0] {
-	case "assign":
-		m.rec.Invoke(proc, history.Assign).Complete(history.Op{Outcome: history.OK, Offsets: off})
-	case "rec":
-		if len(f) < 4 {
-			return
-		}
-		m.rec.Invoke(proc, history.Poll).Complete(history.Op{Outcome: history.OK,
-			Records: []history.Record{{Topic: m.topic, Partition: int32(p), Offset: o, Value: f[3]}}})
-	case "commit":
-		m.rec.Invoke(proc, history.Commit).Complete(history.Op{Outcome: history.OK, Group: m.group, Offsets: off})
-	}
+	m.rec.Invoke(m.base*100+start, op.Kind).Complete(op)
 }
 
 // TestGroupMembersKilledAndPaused: three member processes of one consumer
@@ -129,7 +66,7 @@ func (m *memberLines) line(start int, line string) {
 func TestGroupMembersKilledAndPaused(t *testing.T) {
 	r := harness.NewRun(t, "groups", 12*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\ngroup.min.session.timeout.ms=1000\ngroup.initial.rebalance.delay.ms=0\n")
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	rec, closeHistory := newHistory(t, r)
 	st := newStamps(rec)
 	exe, err := os.Executable()
@@ -139,7 +76,7 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	var members []*harness.Node
 	for i := 1; i <= 3; i++ {
 		n := r.Reserve(fmt.Sprintf("m%d", i))
-		ml := &memberLines{rec: rec, topic: "chaos", group: "chaos-g", base: i}
+		ml := &memberLines{rec: rec, base: i}
 		n.Define(harness.Spec{Args: []string{exe}, Env: []string{"CHAOS_MEMBER=1", "CHAOS_GROUP=chaos-g", "CHAOS_TOPIC=chaos",
 			"CHAOS_BOOTSTRAP=" + b.HostPort}, OnLine: ml.line, Ready: func(line string) bool { return line == "member ready" }})
 		if err := n.Start(); err != nil {
@@ -149,7 +86,7 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+time.Minute)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, nil, 5*time.Millisecond)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, nil, 5*time.Millisecond)
 	watch := watchCommitted(ctx, t, rec, b.HostPort, "chaos-g")
 	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
 		Steps:   harness.RandomSchedule(r.Rand, r.Duration, 2*time.Second, "kill", "pause"),
@@ -163,7 +100,7 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	for _, n := range members {
 		n.Kill()
 	}
-	finalRead(t, rec, b.HostPort, "chaos", 3)
+	finalRead(t, rec, b.HostPort, "chaos")
 	st.close()
 	closeHistory()
 	h := rec.History()

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
+
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/chaos/harness"
+	"github.com/sluicehq/sluice/testdata/chaos/workload"
+	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -28,9 +33,9 @@ const loadJob = "chaos-load"
 // load-duplicate), and no hour may carry _SUCCESS without every record of
 // it that was acknowledged before the run that marked it began.
 func TestLoaderUnderFaults(t *testing.T) {
-	r := harness.NewRun(t, "loader", 20*time.Second)
+	r := harness.NewRun(t, "loader", 24*time.Second) // long enough for each of the four faults once
 	b := startBroker(t, r, "broker", "num.partitions=3\n")
-	createTopic(t, b.HostPort, "chaos", 3, nil)
+	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	zk := r.ZooKeeper("zk", r.WorkDir("zk"))
 	if err := zk.Start(); err != nil {
 		t.Fatal(err)
@@ -44,11 +49,11 @@ func TestLoaderUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect := zk.Connect("/sluice-chaos")
-	var targets []*harness.Node
+	var targets, schedulers []*harness.Node
 	for _, name := range []string{"s1", "s2"} {
 		n := r.Sluice(name, "sluice scheduler running", "scheduler", "--jobs", jobsDir, "--zookeeper", connect,
 			"--session-timeout", "2s", "--min-interval", "1s", "--scan-interval", "1s", "--name", name)
-		targets = append(targets, n)
+		targets, schedulers = append(targets, n), append(schedulers, n)
 	}
 	for _, name := range []string{"w1", "w2", "w3"} {
 		targets = append(targets, r.Sluice(name, "sluice worker taking tasks", "worker", "--zookeeper", connect,
@@ -69,12 +74,13 @@ func TestLoaderUnderFaults(t *testing.T) {
 	st := newStamps(rec)
 	events := newEventClock(time.Now())
 	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
-		Steps: harness.RandomSchedule(r.Rand, r.Duration, 3*time.Second, "kill", "pause", "partition"),
+		Steps: harness.RandomSchedule(r.Rand, r.Duration, 3*time.Second, "kill", "kill-leader", "pause", "partition"),
 		Nemeses: []harness.Nemesis{&harness.Kill{Nodes: targets}, &harness.Pause{Nodes: targets},
+			&harness.Aimed{As: "kill-leader", Nemesis: &harness.Kill{Nodes: schedulers}, Target: leaderOf(zk.HostPort, "/sluice-chaos")},
 			&harness.Isolate{Net: r.Net, Nodes: targets, Peers: peers}}}
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+2*time.Minute)
 	defer cancel()
-	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", "all", 1, 2, events.encode, 20*time.Millisecond)
+	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, events.encode, 20*time.Millisecond)
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
@@ -86,10 +92,9 @@ func TestLoaderUnderFaults(t *testing.T) {
 			}
 		}
 	}
-	finalRead(t, rec, b.HostPort, "chaos", 3)
-	h := rec.History()
+	final := finalRead(t, rec, b.HostPort, "chaos")
 	ends := map[int32]int64{}
-	for _, rg := range h[len(h)-1].Ranges {
+	for _, rg := range final.Ranges {
 		ends[rg.Partition] = rg.End
 	}
 	r.Note("loader", "catching up", fmt.Sprintf("to high watermarks %v", ends))
@@ -105,7 +110,7 @@ func TestLoaderUnderFaults(t *testing.T) {
 	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges})
 	st.close()
 	closeHistory()
-	h = rec.History()
+	h := rec.History()
 	res := history.Check(h)
 	notes := []string{"2 schedulers, 3 workers, ZooKeeper; every record loaded exactly once; _SUCCESS only on complete hours"}
 	incomplete, marked, err := checkSuccess(out, h, st, events, loaded)
@@ -120,7 +125,55 @@ func TestLoaderUnderFaults(t *testing.T) {
 	if marked == 0 {
 		t.Errorf("no hour was marked _SUCCESS: the completeness check had nothing to check")
 	}
+	leaderKills := 0
+	for _, e := range r.Events.List() {
+		if e.Target == "kill-leader" && e.What == "fault" {
+			leaderKills++
+		}
+	}
+	if leaderKills == 0 {
+		t.Errorf("the leading scheduler was never killed: the failover went unchecked")
+	}
 }
+
+// leaderOf finds the scheduler that leads: the name in the election's
+// ephemeral /leader node under chroot (scheduler/cluster's layout), waiting
+// up to 15 s for one to hold it (after ZooKeeper's restart or a failover).
+func leaderOf(server, chroot string) func() (string, error) {
+	return func() (string, error) {
+		c, _, err := gozk.Connect([]string{server}, 5*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(quietZK{}))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		timeout := time.After(15 * time.Second)
+		for {
+			ok, _, ch, err := c.ExistsW(chroot + "/leader")
+			if err != nil {
+				return "", fmt.Errorf("leader: %w", err)
+			}
+			if ok {
+				b, _, err := c.Get(chroot + "/leader")
+				if err == nil {
+					return string(b), nil
+				}
+				if !errors.Is(err, gozk.ErrNoNode) {
+					return "", fmt.Errorf("leader: %w", err)
+				}
+				continue // gone between the two: ask again
+			}
+			select {
+			case <-ch:
+			case <-timeout:
+				return "", errors.New("leader: no scheduler holds /leader after 15s")
+			}
+		}
+	}
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
 
 // eventClock stamps records with an event time that runs 240 times faster
 // than the wall clock from three hours ago, so a short run crosses hours

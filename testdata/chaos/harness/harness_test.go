@@ -366,3 +366,33 @@ func TestFaketimeDoesNotMoveGo(t *testing.T) {
 		t.Fatalf("libfaketime moved a Go binary's clock (%q): the package doc's claim is wrong", out)
 	}
 }
+
+// Aimed starts its nemesis on the node its Target names, whatever the
+// random source would draw, and says so under its own name.
+func TestAimedHitsTheTargetFound(t *testing.T) {
+	r := NewRun(t, "harness-aimed", time.Second)
+	a, _ := server(t, r, "a")
+	b, _ := server(t, r, "b")
+	for _, n := range []*Node{a, b} { // restarts by Heal: a Ready that reports no address
+		n.Define(Spec{Args: []string{self(t)}, Env: []string{"CHAOS_HELPER=serve", "CHAOS_LISTEN=" + n.Addr + ":0"},
+			Ready: func(line string) bool { return strings.HasPrefix(line, "ready ") }})
+	}
+	aimed := &Aimed{As: "kill-leader", Nemesis: &Kill{Nodes: []*Node{a, b}}, Target: func() (string, error) { return "b", nil }}
+	for i := 0; i < 3; i++ { // Kill alone would draw a some of the time
+		what, err := aimed.Start(rand.New(rand.NewSource(int64(i))), "")
+		if err != nil || what != "b" || !a.Running() || b.Running() {
+			t.Fatalf("start %d: %q %v; a running %v, b running %v", i, what, err, a.Running(), b.Running())
+		}
+		if err := aimed.Heal(); err != nil || !b.Running() {
+			t.Fatalf("heal %d: %v; b running %v", i, err, b.Running())
+		}
+	}
+	lost := errors.New("no leader")
+	aimed.Target = func() (string, error) { return "", lost }
+	if _, err := aimed.Start(r.Rand, ""); !errors.Is(err, lost) || !a.Running() || !b.Running() {
+		t.Fatalf("a target not found: %v; a running %v, b running %v", err, a.Running(), b.Running())
+	}
+	if aimed.Name() != "kill-leader" {
+		t.Fatalf("name %q", aimed.Name())
+	}
+}

@@ -296,6 +296,33 @@ func (c *ClockJump) Start(*rand.Rand, string) (string, error) {
 // Heal implements Nemesis.
 func (c *ClockJump) Heal() error { return nil }
 
+// Aimed is Nemesis on the target Target finds when the fault starts (the
+// node that leads now, say) instead of one drawn at random, under its own
+// name As ("kill-leader") so a schedule can hold both.
+type Aimed struct {
+	As      string
+	Nemesis Nemesis
+	Target  func() (string, error)
+}
+
+// Name implements Nemesis.
+func (a *Aimed) Name() string { return a.As }
+
+// Start implements Nemesis; a target given by the schedule wins.
+func (a *Aimed) Start(rng *rand.Rand, target string) (string, error) {
+	if target == "" {
+		t, err := a.Target()
+		if err != nil {
+			return "", fmt.Errorf("harness: %s: no target: %w", a.As, err)
+		}
+		target = t
+	}
+	return a.Nemesis.Start(rng, target)
+}
+
+// Heal implements Nemesis.
+func (a *Aimed) Heal() error { return a.Nemesis.Heal() }
+
 // Step is one fault of a schedule: at At (since the schedule began) Nemesis
 // starts (on Target, or a target it picks), and Hold later it heals.
 type Step struct {

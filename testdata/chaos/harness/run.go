@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
 // Environment variables a run reads.
@@ -115,7 +116,7 @@ var scenarioName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func reportDir(scenario string, seed int64) (string, error) {
 	base := os.Getenv(EnvReportDir)
 	if base == "" {
-		root, err := repoRoot()
+		root, err := kafka.RepoRoot()
 		if err != nil {
 			return "", err
 		}
@@ -129,23 +130,6 @@ func reportDir(scenario string, seed int64) (string, error) {
 		return "", fmt.Errorf("harness: report dir: %w", err)
 	}
 	return dir, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("harness: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Node makes a named node on the next address of the run's block (it does

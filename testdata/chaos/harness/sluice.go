@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/testdata/harness/zk"
 )
 
@@ -46,7 +47,7 @@ func SluiceBinary(t testing.TB) string {
 }
 
 func buildSluice() (string, error) {
-	root, err := repoRoot()
+	root, err := kafka.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -105,45 +106,19 @@ type ZooKeeper struct {
 // Connect is HostPort with chroot appended.
 func (z *ZooKeeper) Connect(chroot string) string { return z.HostPort + chroot }
 
-const zkConfig = `tickTime=200
-minSessionTimeout=400
-maxSessionTimeout=30000
-dataDir=%s
-clientPort=%d
-clientPortAddress=%s
-admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr
-maxClientCnxns=200
-`
-
 // ZooKeeper makes (not starts) a ZooKeeper node from Debian's zookeeper
-// package (testdata/harness/zk's classpath), data under dir.
+// package (testdata/harness/zk.ServerCommand: its config and command line),
+// data under dir.
 func (r *Run) ZooKeeper(name, dir string) *ZooKeeper {
 	r.t.Helper()
-	cp, err := zk.Classpath()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		r.t.Fatalf("harness: java not found: %s", zk.InstallHint)
-	}
 	n := r.Reserve(name)
-	z := &ZooKeeper{Node: n}
 	port := FreePort(r.t, n.Addr)
-	z.HostPort = fmt.Sprintf("%s:%d", n.Addr, port)
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+	args, err := zk.ServerCommand(dir, n.Addr, port, "info")
+	if err != nil {
 		r.t.Fatal(err)
 	}
-	cfg := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(zkConfig, filepath.Join(dir, "data"), port, n.Addr)), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	n.Define(Spec{Args: []string{java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg},
-		Ready: func(line string) bool { return strings.Contains(line, "binding to port") }})
-	return z
+	n.Define(Spec{Args: args, Ready: func(line string) bool { return strings.Contains(line, "binding to port") }})
+	return &ZooKeeper{Node: n, HostPort: fmt.Sprintf("%s:%d", n.Addr, port)}
 }
 
 // Sluice makes (not starts) a node running `sluice ARGS...`; ready is the

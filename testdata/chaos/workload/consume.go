@@ -94,6 +94,11 @@ type GroupConfig struct {
 	// Until stops the member once it returns true for the number of
 	// records it polled (nil: run until ctx ends).
 	Until func(polled int) bool
+	// NoRetention says nothing is ever deleted from the topic, so a
+	// partition without a committed offset starts at offset 0: its assign
+	// says 0 instead of -1 (unknown), and its first poll is checked for a
+	// skip too.
+	NoRetention bool
 	// Options are extra franz-go options (session timeouts, balancers).
 	Options []kgo.Opt
 }
@@ -120,9 +125,12 @@ func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) e
 						off = -1 // nothing committed: the reset offset, unknown here
 					}
 					committed = append(committed, history.Offset{Topic: t, Partition: p, Offset: off})
+					if off < 0 && cfg.NoRetention {
+						off = 0 // the reset offset, the log start
+					}
+					assign = append(assign, history.Offset{Topic: t, Partition: p, Offset: off})
 				}
 			}
-			assign = append(assign, committed...)
 			inv := fetchInv
 			if inv == (history.Pending{}) {
 				inv = rec.Invoke(cfg.Process, history.FetchCommitted)

@@ -16,6 +16,13 @@ import (
 // those [start, end). ctx bounds it: a read cut short is recorded as fail
 // (it covers nothing) and returned as an error.
 func FinalRead(ctx context.Context, rec *history.Recorder, process int, bootstrap []string, topic string) (history.Op, error) {
+	return FinalReadDecoded(ctx, rec, process, bootstrap, topic, nil)
+}
+
+// FinalReadDecoded is FinalRead of records a ProducerConfig.Encode wrote:
+// decode turns a record's bytes back into its value (nil: the bytes are
+// the value).
+func FinalReadDecoded(ctx context.Context, rec *history.Recorder, process int, bootstrap []string, topic string, decode func([]byte) string) (history.Op, error) {
 	inv := rec.Invoke(process, history.FinalRead)
 	fail := func(err error) (history.Op, error) {
 		err = fmt.Errorf("workload: final read of %s: %w", topic, err)
@@ -66,7 +73,11 @@ func FinalRead(ctx context.Context, rec *history.Recorder, process int, bootstra
 			}
 			fs.EachRecord(func(r *kgo.Record) {
 				if last, ok := left[r.Partition]; ok && r.Offset <= last {
-					recs = append(recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+					v := string(r.Value)
+					if decode != nil {
+						v = decode(r.Value)
+					}
+					recs = append(recs, history.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: v})
 					if r.Offset == last {
 						delete(left, r.Partition)
 					}

@@ -43,6 +43,10 @@ type ProducerConfig struct {
 	// Timeout bounds one produce, retries included (default 10 s); past
 	// it the outcome is unknown.
 	Timeout time.Duration
+	// Encode, if set, turns a value into the record's bytes (a JSON
+	// document carrying it, say); the history keeps the value. A reader
+	// of such records decodes them back (FinalReadDecoded).
+	Encode func(value string) []byte
 	// Options are extra franz-go options.
 	Options []kgo.Opt
 }
@@ -94,7 +98,11 @@ func (p *Producer) Produce(ctx context.Context) history.Op {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	inv := p.rec.Invoke(p.cfg.Process, history.Produce)
-	r := &kgo.Record{Topic: p.cfg.Topic, Partition: part, Value: []byte(v)}
+	raw := []byte(v)
+	if p.cfg.Encode != nil {
+		raw = p.cfg.Encode(v)
+	}
+	r := &kgo.Record{Topic: p.cfg.Topic, Partition: part, Value: raw}
 	err := p.cl.ProduceSync(ctx, r).FirstErr()
 	op := history.Op{Outcome: history.OK, Topic: p.cfg.Topic, Partition: part, Offset: r.Offset, Value: v}
 	if err != nil {

@@ -70,17 +70,9 @@ func (s *Server) Connect(chroot string) string { return s.Addr + chroot }
 // StartProcess starts a server in dir (created if needed); the caller stops
 // it. It retries on a new port when the chosen one was taken meanwhile.
 func StartProcess(dir string) (*Server, error) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return nil, fmt.Errorf("zk harness: java not found on PATH: %s", InstallHint)
-	}
-	cp, err := Classpath()
-	if err != nil {
-		return nil, err
-	}
 	var last error
 	for try := 0; try < 3; try++ {
-		s, err := start(java, cp, filepath.Join(dir, fmt.Sprintf("zk%d", try)))
+		s, err := start(filepath.Join(dir, fmt.Sprintf("zk%d", try)))
 		if err == nil {
 			return s, nil
 		}
@@ -105,14 +97,23 @@ minSessionTimeout=400
 maxSessionTimeout=30000
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr
 maxClientCnxns=200
 `
 
-func start(java, cp, dir string) (*Server, error) {
-	port, err := freePort()
+// ServerCommand writes dir/zoo.cfg for a server serving clients on
+// addr:port, its data in dir/data, and returns the command line that runs
+// it (java found on PATH, Classpath's jars, ZooKeeper's own log at
+// logLevel: "warn", "info"). Start runs it; the chaos harness runs it as a
+// node of its own.
+func ServerCommand(dir, addr string, port int, logLevel string) ([]string, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("zk harness: java not found on PATH: %s", InstallHint)
+	}
+	cp, err := Classpath()
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +122,25 @@ func start(java, cp, dir string) (*Server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, data, port)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, data, port, addr)), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=" + logLevel, "-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg}, nil
+}
+
+func start(dir string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args, err := ServerCommand(dir, "127.0.0.1", port, "warn")
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, done: make(chan struct{})}
-	s.cmd = exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	s.cmd = exec.Command(args[0], args[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = (*lockedWriter)(s), (*lockedWriter)(s)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
