@@ -55,7 +55,7 @@ func buildSluice() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(binary.dir, "sluice")
-	cmd := exec.Command("go", "build", "-tags", "duckdb_arrow", "-o", bin, "./cmd/sluice")
+	cmd := exec.Command("go", "build", "-tags", kafka.BuildTags(), "-o", bin, "./cmd/sluice")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("harness: go build ./cmd/sluice: %v\n%s", err, out)

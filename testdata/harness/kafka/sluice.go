@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,9 @@ func buildSluice() (string, error) {
 	shared.cleanup = append(shared.cleanup, func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "sluice")
 	args := []string{"build", "-o", bin}
+	if tags := BuildTags(); tags != "" {
+		args = append(args, "-tags", tags)
+	}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
@@ -184,4 +188,21 @@ func (s *Sluice) WaitContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// BuildTags returns the -tags the running (test) binary was built with, so
+// that a sluice binary built for it compiles with the same tags (make test's
+// GOTAGS) and reuses the packages already compiled, instead of compiling
+// arrow-go and DuckDB's bindings a second time under other tags.
+func BuildTags() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			return s.Value
+		}
+	}
+	return ""
 }
