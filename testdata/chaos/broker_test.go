@@ -70,7 +70,7 @@ func TestBrokerKillPause(t *testing.T) {
 			finalRead(t, rec, b.HostPort, "chaos")
 			st.close()
 			closeHistory()
-			verdict(r, sched, rec.History(), st, harness.Report{History: historyPath(r),
+			verdict(t, r, sched, rec.History(), st, harness.Report{History: historyPath(r),
 				Notes: []string{"acks=" + v.acks + ", flush.messages=" + v.flush, "a process kill must lose nothing acknowledged"}})
 		})
 	}
@@ -124,7 +124,7 @@ func TestBrokerDiskFull(t *testing.T) {
 			okAfter++
 		}
 	}
-	verdict(r, sched, h, st, harness.Report{History: historyPath(r),
+	verdict(t, r, sched, h, st, harness.Report{History: historyPath(r),
 		Notes: []string{"tmpfs of 16 MiB on the data directory, filled and freed, then a restart"}})
 	if okAfter == 0 {
 		t.Errorf("no produce succeeded after the disk was freed and the broker restarted")

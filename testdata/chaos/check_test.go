@@ -95,14 +95,21 @@ func (s *stamps) span(ids []int) (from, to time.Time) {
 
 // verdict checks h, adds the counts, the anomalies and the first anomaly's
 // window to rep, and hands it to the run to write and judge.
-func verdict(r *harness.Run, sched *harness.Schedule, h history.History, st *stamps, rep harness.Report) history.Result {
+func verdict(t *testing.T, r *harness.Run, sched *harness.Schedule, h history.History, st *stamps, rep harness.Report) history.Result {
 	res := history.Check(h)
-	return report(r, sched, h, res, st, rep)
+	return report(t, r, sched, h, res, st, rep)
 }
 
 // report is verdict for a result already computed (a scenario that allows
 // some anomalies filters them first).
-func report(r *harness.Run, sched *harness.Schedule, h history.History, res history.Result, st *stamps, rep harness.Report) history.Result {
+//
+// A run proves nothing when its workload had nothing acknowledged for the
+// checker to look for, or when its schedule injected no fault: report fails
+// the test then (minOK ok operations, and a fault for every run with a
+// schedule), whatever the checker says.
+func report(t *testing.T, r *harness.Run, sched *harness.Schedule, h history.History, res history.Result, st *stamps, rep harness.Report) history.Result {
+	t.Helper()
+	defer requireWork(t, sched, h)
 	if rep.Operations == nil {
 		rep.Operations = map[string]int{}
 	}
@@ -129,6 +136,35 @@ func report(r *harness.Run, sched *harness.Schedule, h history.History, res hist
 	sort.Strings(rep.Notes)
 	r.Finish(rep, sched)
 	return res
+}
+
+// minOK is the fewest ok operations a scenario's history must hold for its
+// check to mean anything.
+const minOK = 20
+
+func requireWork(t *testing.T, sched *harness.Schedule, h history.History) {
+	t.Helper()
+	ok := 0
+	for _, op := range h {
+		if op.Outcome == history.OK {
+			ok++
+		}
+	}
+	if ok < minOK {
+		t.Errorf("the history holds %d ok operations, fewer than %d: the checker had too little to find anything in", ok, minOK)
+	}
+	if sched == nil {
+		return
+	}
+	faults := 0
+	for _, e := range sched.Events.List() {
+		if e.What == "fault" {
+			faults++
+		}
+	}
+	if faults == 0 {
+		t.Errorf("the schedule injected no fault (%d planned): the run checked a quiet system", len(sched.Steps))
+	}
 }
 
 // newHistory makes the run's recorder writing history.jsonl in the report

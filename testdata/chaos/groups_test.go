@@ -104,7 +104,7 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	st.close()
 	closeHistory()
 	h := rec.History()
-	res := verdict(r, sched, h, st, harness.Report{History: historyPath(r), Notes: []string{"3 member processes, session timeout 3 s, commit after every poll"}})
+	res := verdict(t, r, sched, h, st, harness.Report{History: historyPath(r), Notes: []string{"3 member processes, session timeout 3 s, commit after every poll"}})
 	if res.Stats.Commits == 0 || res.Stats.ReadRecords == 0 {
 		t.Errorf("the members neither read nor committed: %+v", res.Stats)
 	}

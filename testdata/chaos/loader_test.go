@@ -121,7 +121,7 @@ func TestLoaderUnderFaults(t *testing.T) {
 		res.Anomalies = append(res.Anomalies, history.Anomaly{Kind: "success-incomplete", Detail: msg})
 	}
 	notes = append(notes, fmt.Sprintf("%d hours marked _SUCCESS, %d records loaded", marked, len(loaded.records)))
-	report(r, sched, h, res, st, harness.Report{History: historyPath(r), Notes: notes})
+	report(t, r, sched, h, res, st, harness.Report{History: historyPath(r), Notes: notes})
 	if marked == 0 {
 		t.Errorf("no hour was marked _SUCCESS: the completeness check had nothing to check")
 	}

@@ -68,7 +68,7 @@ func TestBrokerPowerLoss(t *testing.T) {
 			}
 			res.Anomalies = kept
 			r.Note("power", "rounds", fmt.Sprintf("%d rounds, %d acknowledged records lost after their last flush", rounds, allowed))
-			report(r, nil, h, res, st, harness.Report{History: historyPath(r), Notes: []string{
+			report(t, r, nil, h, res, st, harness.Report{History: historyPath(r), Notes: []string{
 				"power loss (vfs.Mem Crash) at a seeded point of each round",
 				fmt.Sprintf("flush.messages=%d (0: page cache); unflushed acknowledged records lost: %d", policy.flush, allowed),
 			}})

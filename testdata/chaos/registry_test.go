@@ -65,7 +65,7 @@ func TestRegistryIDsWhileBrokerRestarts(t *testing.T) {
 	}
 	st.close()
 	closeHistory()
-	res := verdict(r, sched, rec.History(), st, harness.Report{History: historyPath(r),
+	res := verdict(t, r, sched, rec.History(), st, harness.Report{History: historyPath(r),
 		Notes: []string{"2 registries on one broker; no id ever names two schemas"}})
 	if res.Stats.ProducedOK == 0 {
 		t.Errorf("no schema was registered")
