@@ -34,8 +34,8 @@ const loadJob = "chaos-load"
 // it that was acknowledged before the run that marked it began.
 func TestLoaderUnderFaults(t *testing.T) {
 	r := harness.NewRun(t, "loader", 24*time.Second) // long enough for each of the four faults once
-	b := startBroker(t, r, "broker", "num.partitions=3\n")
-	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
+	b := startBroker(t, r, "broker", fmt.Sprintf("num.partitions=%d\n", loadPartitions))
+	sluice.CreateTopic(t, b.HostPort, "chaos", loadPartitions)
 	zk := r.ZooKeeper("zk", r.WorkDir("zk"))
 	if err := zk.Start(); err != nil {
 		t.Fatal(err)
@@ -227,36 +227,25 @@ func waitLoaded(ctx context.Context, out string, ends map[int32]int64) error {
 	}
 }
 
-// manifests reads every commit manifest of the chaos topic.
+// loadPartitions is the chaos topic's partition count in the loader scenario.
+const loadPartitions = 3
+
+// manifests reads every commit manifest of the chaos topic through the
+// writers' store (the commit protocol's own reader).
 func manifests(out string) ([]*writers.Manifest, error) {
-	var ms []*writers.Manifest
-	dir := filepath.Join(out, "_sluice", "commits", "chaos")
-	parts, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	fsys, err := filesystem.Open("file://" + out)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range parts {
-		files, err := os.ReadDir(filepath.Join(dir, p.Name()))
+	defer fsys.Close()
+	store := writers.NewStore(fsys, writers.StoreOptions{})
+	var ms []*writers.Manifest
+	for p := int32(0); p < loadPartitions; p++ {
+		got, err := store.Commits("chaos", p)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
-			if !strings.HasSuffix(f.Name(), ".json") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, p.Name(), f.Name()))
-			if err != nil {
-				return nil, err
-			}
-			m, err := writers.DecodeManifest(b)
-			if err != nil {
-				return nil, fmt.Errorf("manifest %s/%s: %w", p.Name(), f.Name(), err)
-			}
-			ms = append(ms, m)
-		}
+		ms = append(ms, got...)
 	}
 	return ms, nil
 }
