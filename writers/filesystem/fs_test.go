@@ -38,8 +38,9 @@ func TestConformance(t *testing.T) {
 					t.Cleanup(func() { f.Close() })
 					return f, "."
 				},
-				AppendOnly:      name == "hdfs",
-				RemoveMissingOK: true,
+				AppendOnly:        name == "hdfs",
+				RemoveMissingOK:   true,
+				RenameChecksFirst: name == "hdfs", // its Rename overwrites: the exclusive rename is check-then-rename
 			})
 		})
 	}
