@@ -27,7 +27,11 @@ $(HDFS_CLASS): testdata/hdfs/MiniHDFS.java $(HDFS_CP)
 	@mkdir -p $(HDFS_CACHE)/classes
 	javac -nowarn -cp "$$(cat $(HDFS_CP))" -d $(HDFS_CACHE)/classes testdata/hdfs/MiniHDFS.java
 
+# The classpath names jars by absolute path: when one is gone (the clone or
+# its cache moved, a worktree sharing the cache removed) it is resolved again.
 deps-hdfs: deps-jdk
+	@if [ -f $(HDFS_CP) ] && tr ':' '\n' < $(HDFS_CP) | while read -r jar; do [ -e "$$jar" ] || exit 1; done; then :; \
+	else rm -f $(HDFS_CP); fi
 	@$(MAKE) --no-print-directory $(HDFS_CLASS)
 
 deps-python:
