@@ -142,19 +142,15 @@ func validateClientBatch(b []byte, maxBytes int) (batchHeader, error) {
 	if codec := h.Attributes & attrCompressionMask; codec > 4 {
 		return h, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)
 	}
-	if h.Attributes&attrControl != 0 {
-		return h, fmt.Errorf("%w: clients may not produce control batches", ErrInvalidRecord)
-	}
-	if h.Attributes&attrTransactional != 0 {
-		return h, fmt.Errorf("%w: transactional batches are not supported", ErrInvalidRecord)
-	}
 	if h.RecordCount <= 0 {
 		return h, fmt.Errorf("%w: batch has %d records", ErrCorruptBatch, h.RecordCount)
 	}
 	if h.LastOffsetDelta != h.RecordCount-1 {
 		return h, fmt.Errorf("%w: lastOffsetDelta %d with %d records", ErrCorruptBatch, h.LastOffsetDelta, h.RecordCount)
 	}
-	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0) {
+	// Which kinds of batch a caller may append (control, transactional) is
+	// AppendOptions.checkKinds's decision; a marker has no sequence.
+	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || (h.BaseSequence < 0 && h.Attributes&attrControl == 0)) {
 		return h, fmt.Errorf("%w: producer id %d with epoch %d, sequence %d", ErrInvalidRecord, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	}
 	if h.Attributes&attrCompressionMask == 0 {

@@ -35,26 +35,38 @@ var (
 )
 
 func frame(magic [4]byte, payload []byte) []byte {
+	return frameVersioned(magic, frameVersion, payload)
+}
+
+// frameVersioned frames payload with its own format version.
+func frameVersioned(magic [4]byte, version byte, payload []byte) []byte {
 	b := make([]byte, 0, 9+len(payload))
 	b = append(b, magic[:]...)
-	b = append(b, frameVersion)
+	b = append(b, version)
 	b = append(b, payload...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// unframe checks a frame and returns its payload.
+// unframe checks a frame of version frameVersion and returns its payload.
 func unframe(magic [4]byte, b []byte) ([]byte, error) {
+	p, _, err := unframeVersioned(magic, b, frameVersion, frameVersion)
+	return p, err
+}
+
+// unframeVersioned checks a frame whose version is in [minVersion,
+// maxVersion] and returns its payload and version.
+func unframeVersioned(magic [4]byte, b []byte, minVersion, maxVersion byte) ([]byte, byte, error) {
 	if len(b) < 9 || [4]byte(b[:4]) != magic {
-		return nil, fmt.Errorf("%w: bad magic or short file (%d bytes)", ErrCorruptBatch, len(b))
+		return nil, 0, fmt.Errorf("%w: bad magic or short file (%d bytes)", ErrCorruptBatch, len(b))
 	}
-	if b[4] != frameVersion {
-		return nil, fmt.Errorf("%w: unknown version %d", ErrCorruptBatch, b[4])
+	if b[4] < minVersion || b[4] > maxVersion {
+		return nil, 0, fmt.Errorf("%w: unknown version %d", ErrCorruptBatch, b[4])
 	}
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[len(b)-4:]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorruptBatch)
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", ErrCorruptBatch)
 	}
-	return body[5:], nil
+	return body[5:], b[4], nil
 }
 
 // partitionCheckpoint is the content of partition.checkpoint.

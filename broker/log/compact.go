@@ -19,6 +19,14 @@ package log
 // accepts growing base offsets instead of contiguous ones.
 // The swap of one segment is crash-safe (see swapCleaned): a crash at any
 // step leaves the old or the new segment file, never neither.
+//
+// Transactions (compact_txn.go), as Apache Kafka's cleaner: only segments
+// wholly below the first offset of the oldest open transaction are cleaned;
+// the records of aborted transactions are removed (and supersede nothing);
+// a COMMIT or ABORT marker is kept while any batch of its transaction is
+// left, and after that until delete.retention.ms has passed since it was
+// written, then removed (an ABORT's index entry first). A producer's last
+// batch, marker or not, always stays.
 
 import (
 	"encoding/binary"
@@ -174,8 +182,17 @@ func (l *Log) compact(ifDue bool) (CompactResult, error) {
 	}
 	cfg := l.cfg
 	closed := make([]cleanerSegment, 0, len(l.segments)-1)
-	for _, s := range l.segments[:len(l.segments)-1] {
+	unstable := l.firstUnstableLocked()
+	for i, s := range l.segments[:len(l.segments)-1] {
+		if l.segments[i+1].base > unstable {
+			break // an open transaction's records are not cleaned (nor are later ones)
+		}
 		closed = append(closed, cleanerSegment{s, s.size})
+	}
+	aborted, err := l.abortedIndexLocked()
+	if err != nil {
+		l.mu.RUnlock()
+		return res, err
 	}
 	now := l.clock.Now()
 	var closedBytes int64
@@ -201,6 +218,9 @@ func (l *Log) compact(ifDue bool) (CompactResult, error) {
 			if h.ProducerID >= 0 {
 				lastOfProducer[h.ProducerID] = h.BaseOffset
 			}
+			if aborted.holds(h) {
+				return nil // aborted records supersede nothing
+			}
 			for _, r := range recs {
 				if r.key == nil {
 					continue
@@ -224,15 +244,16 @@ func (l *Log) compact(ifDue bool) (CompactResult, error) {
 	horizon := now.Add(-cfg.DeleteRetention).UnixMilli()
 
 	// 2. Rewrite each mapped segment that loses something, and swap it in.
+	txns := newTxnCleaner(aborted, lastOfProducer, horizon)
 	for _, cs := range closed[:mapped] {
-		out, removed, err := l.cleanSegment(cs, latest, lastOfProducer, horizon)
+		out, removed, err := l.cleanSegment(cs, latest, txns, horizon)
 		if err != nil {
 			return res, err
 		}
 		if removed == 0 {
 			continue
 		}
-		swapped, err := l.swapCleaned(cs, out)
+		swapped, err := l.swapCleaned(cs, out, txns.takeDropped())
 		if err != nil {
 			return res, err
 		}
@@ -252,17 +273,26 @@ func (l *Log) compact(ifDue bool) (CompactResult, error) {
 
 // cleanSegment returns the segment's content without superseded records
 // and expired tombstones, and how many records it dropped.
-func (l *Log) cleanSegment(cs cleanerSegment, latest map[string]int64, lastOfProducer map[int64]int64, horizon int64) ([]byte, int64, error) {
+func (l *Log) cleanSegment(cs cleanerSegment, latest map[string]int64, txns *txnCleaner, horizon int64) ([]byte, int64, error) {
 	out := make([]byte, 0, cs.size)
 	var removed int64
+	lastOfProducer := txns.lastOfProducer
+	txns.takeDropped()
 	err := l.forEachBatch(cs, func(b []byte, h *batchHeader, recs []compactRecord) error {
 		if h.Attributes&attrControl != 0 {
+			if txns.dropMarker(h, b) {
+				removed++
+				return nil
+			}
 			out = append(out, b...)
 			return nil
 		}
+		abortedTxn := txns.aborted.holds(h)
 		keep := make([]compactRecord, 0, len(recs))
 		for _, r := range recs {
 			switch {
+			case abortedTxn:
+				// a record of an aborted transaction
 			case r.key == nil:
 				keep = append(keep, r)
 			case latest[string(r.key)] > r.offset:
@@ -276,10 +306,12 @@ func (l *Log) cleanSegment(cs cleanerSegment, latest map[string]int64, lastOfPro
 		removed += int64(len(recs) - len(keep))
 		switch {
 		case len(keep) == len(recs):
+			txns.kept(h)
 			out = append(out, b...)
 		case len(keep) == 0 && !(h.ProducerID >= 0 && lastOfProducer[h.ProducerID] == h.BaseOffset):
 			// the whole batch goes
 		default:
+			txns.kept(h)
 			rebuilt, err := appendRebuiltBatch(out, b, keep)
 			if err != nil {
 				l.logger.Warn("compaction keeps a batch it cannot recompress", "segment", cs.seg.base, "batch", h.BaseOffset, "err", err)
@@ -328,12 +360,15 @@ func appendRebuiltBatch(out, b []byte, keep []compactRecord) ([]byte, error) {
 //
 //  1. write <base>.log.cleaned.tmp and fsync it (a crash: the old segment
 //     stands, the .tmp is removed at the next open);
-//  2. remove the segment's index files (hints; rebuilt from the new file);
+//  2. write the segment's transaction index without the entries of the
+//     ABORT markers the cleaning removed (an entry without its marker would
+//     hide a later transaction of its producer; a marker without its entry
+//     is harmless), then remove the index files (hints; rebuilt from the new file);
 //  3. rename the .tmp over <base>.log — atomic: old or new, never neither;
 //  4. fsync the directory.
 //
 // It reports false if the segment changed meanwhile (retention deleted it).
-func (l *Log) swapCleaned(cs cleanerSegment, content []byte) (bool, error) {
+func (l *Log) swapCleaned(cs cleanerSegment, content []byte, droppedAborts map[int64]bool) (bool, error) {
 	tmp := segmentName(l.dir, cs.seg.base, logSuffix+".cleaned"+tmpSuffix)
 	f, err := l.fs.Create(tmp)
 	if err != nil {
@@ -362,6 +397,10 @@ func (l *Log) swapCleaned(cs cleanerSegment, content []byte) (bool, error) {
 	if l.closed || j < 0 || cs.seg.size != cs.size {
 		_ = l.fs.Remove(tmp)
 		return false, nil
+	}
+	if err := l.swapTxnIndexLocked(cs.seg, droppedAborts); err != nil {
+		_ = l.fs.Remove(tmp)
+		return false, err
 	}
 	for _, p := range []string{cs.seg.indexPath(), cs.seg.timeIndexPath()} {
 		if err := l.fs.Remove(p); err != nil && !isNotExist(err) {

@@ -20,6 +20,9 @@ var (
 	ErrOutOfOrderSequence = errors.New("log: out of order sequence number")
 	// ErrInvalidProducerEpoch: an idempotent producer used a stale epoch.
 	ErrInvalidProducerEpoch = errors.New("log: invalid producer epoch")
+	// ErrCoordinatorFenced: a transaction marker from a coordinator epoch
+	// older than one already seen for the producer.
+	ErrCoordinatorFenced = errors.New("log: transaction coordinator fenced")
 	// ErrClosed: the log or manager was closed.
 	ErrClosed = errors.New("log: closed")
 	// ErrExists: the partition already exists (or is already open).

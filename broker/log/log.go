@@ -28,6 +28,10 @@ func (tp TopicPartition) String() string { return tp.dirName() }
 type AppendOptions struct {
 	LeaderEpoch   int32 // stamped into each batch's PartitionLeaderEpoch field (leader appends)
 	AssignOffsets bool  // true on a leader; false = follower replication (keep offsets as in the bytes)
+	// Transactional admits transactional batches on a leader (the caller
+	// verified the producer's transaction); without it they are ErrInvalidRecord.
+	Transactional bool
+	marker        bool // a control batch from AppendMarker (txn.go)
 }
 
 // AppendResult describes an append.
@@ -248,6 +252,9 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := opts.checkKinds(hdrs); err != nil {
+		return res, err
+	}
 	idempotent := false
 	for i := range hdrs {
 		if hdrs[i].ProducerID >= 0 {
@@ -351,8 +358,8 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 	interval := int64(cfg.IndexIntervalBytes)
 	for i := range hdrs {
 		seg.onAppend(&hdrs[i], pos, interval)
+		l.trackBatchLocked(&hdrs[i], batches[pos-seg.size:][:hdrs[i].size()])
 		pos += hdrs[i].size()
-		l.producers.update(&hdrs[i])
 	}
 	if idempotent {
 		l.producers.touch(hdrs[0].ProducerID, l.clock.Now())

@@ -27,6 +27,9 @@ func (l *Log) syncLocked() error {
 		}
 		s.flushedSize = s.size
 	}
+	if err := l.persistTxnIndexesLocked(); err != nil {
+		return l.fail(err)
+	}
 	if l.dirDirty {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return l.fail(fmt.Errorf("log: sync dir %s: %w", l.dir, err))
@@ -232,6 +235,12 @@ func (l *Log) deleteSegmentsLocked(n int, start int64) error {
 }
 
 func removeSegmentFiles(fsys interface{ Remove(string) error }, s *segment) error {
+	// The transaction index goes first: a crash after it leaves a segment
+	// that recovery rescans (its entries are recomputed), never an index
+	// without its segment that a later segment at the same base would adopt.
+	if err := fsys.Remove(s.txnIndexPath()); err != nil && !isNotExist(err) {
+		return fmt.Errorf("log: remove segment %d: %w", s.base, err)
+	}
 	var errs []error
 	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
 		if err := fsys.Remove(p); err != nil && !isNotExist(err) {

@@ -13,10 +13,14 @@ func (ps *producerState) touch(id int64, now time.Time) {
 // ProducerIDExpiration, so that a partition that sees many short-lived
 // producers does not grow its table (and snapshots) without bound. An entry
 // loaded from a snapshot or replayed at open starts its idle time at the
-// first call. Log.mu is held for writing.
+// first call. A producer with an open transaction is kept (as in Kafka):
+// forgetting it would move the last stable offset. Log.mu is held for writing.
 func (l *Log) expireProducersLocked(now time.Time) {
 	expired := 0
 	for id, e := range l.producers.m {
+		if e.TxnFirst >= 0 {
+			continue
+		}
 		if e.lastSeen.IsZero() {
 			e.lastSeen = now
 			continue

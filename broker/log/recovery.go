@@ -496,11 +496,7 @@ func (l *Log) rebuildProducersLocked() error {
 	if at := l.checkpointed.ProducersAt; newest && at >= from && at <= l.leo {
 		from = at
 	}
-	n := 0
-	err := l.scanHeadersLocked(from, func(h *batchHeader) {
-		ps.update(h)
-		n++
-	})
+	n, err := l.replayProducersLocked(ps, from)
 	if err != nil {
 		return err
 	}
@@ -511,8 +507,9 @@ func (l *Log) rebuildProducersLocked() error {
 }
 
 // scanHeadersLocked calls fn with the header of every batch from the one
-// holding offset from to the log end.
-func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
+// holding offset from to the log end, its segment, and a reader of the
+// segment file positioned for it (the batch starts at pos); an error from fn stops the scan.
+func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader, s *segment, r *fileReader, pos int64) error) error {
 	if from >= l.leo {
 		return nil
 	}
@@ -531,8 +528,9 @@ func (l *Log) scanHeadersLocked(from int64, fn func(h *batchHeader)) error {
 		for err == nil && pos < s.size {
 			var h batchHeader
 			if h, err = r.header(pos); err == nil {
-				fn(&h)
-				pos += h.size()
+				if err = fn(&h, s, r, pos); err == nil {
+					pos += h.size()
+				}
 			}
 		}
 		r.release()

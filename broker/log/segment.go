@@ -60,6 +60,8 @@ type segment struct {
 	timeWritten  int    // entries of timeIndex already in the file
 	rewrite      bool   // the index files must be rewritten from scratch
 	sealed       bool   // closed to appends: the index LRU may unload its indexes
+
+	txn txnIndex // aborted transactions whose markers are in the segment (txn_index.go)
 }
 
 func newSegment(dir string, base int64, now time.Time) *segment {
