@@ -106,6 +106,14 @@ func appendTxnEntries(dst []byte, es []AbortedTxn) []byte {
 	return dst
 }
 
+// isEmptyOnDisk is a cheap "nothing to drop" for a clean open: loaded with
+// no entries. (Unloaded indexes must be loaded to know.)
+func (x *txnIndex) isEmptyOnDisk() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.loaded && len(x.entries) == 0
+}
+
 // aborted returns the segment's entries (a slice the caller must not modify).
 func (s *segment) aborted(fsys vfs.FS) ([]AbortedTxn, error) {
 	s.txn.mu.Lock()

@@ -9,13 +9,19 @@ package log
 // persists them before the recovery point moves). It returns how many
 // batches it replayed. Log.mu is held for writing.
 func (l *Log) replayProducersLocked(ps *producerState, from int64) (int, error) {
-	if from >= l.leo {
-		return 0, nil
-	}
-	for _, s := range l.segments[l.segmentIndexLocked(from):] {
-		if err := s.dropAbortedFrom(l.fs, from); err != nil {
+	// Entries at or after the log end belong to a cut tail (a truncation, a
+	// recovery cut) even when nothing is replayed.
+	drop := min(from, l.leo)
+	for _, s := range l.segments[l.segmentIndexLocked(drop):] {
+		if s.txn.isEmptyOnDisk() {
+			continue
+		}
+		if err := s.dropAbortedFrom(l.fs, drop); err != nil {
 			return 0, err
 		}
+	}
+	if from >= l.leo {
+		return 0, nil
 	}
 	n := 0
 	err := l.scanHeadersLocked(from, func(h *batchHeader, s *segment, r *fileReader, pos int64) error {
