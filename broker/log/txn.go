@@ -54,7 +54,7 @@ func parseMarker(b []byte, h *batchHeader) (txnMarker, bool) {
 		return txnMarker{}, false
 	}
 	rec := recs[n+1 : n+int(length)] // after the attributes byte
-	for range 2 {                   // timestamp delta, offset delta
+	for range 2 {                    // timestamp delta, offset delta
 		_, m := binary.Varint(rec)
 		if m <= 0 {
 			return txnMarker{}, false
@@ -99,7 +99,7 @@ func encodeMarkerBatch(producerID int64, producerEpoch int16, commit bool, coord
 	value = binary.BigEndian.AppendUint16(value, 0)
 	value = binary.BigEndian.AppendUint32(value, uint32(coordinatorEpoch))
 	var rec []byte
-	rec = append(rec, 0)               // attributes
+	rec = append(rec, 0)              // attributes
 	rec = binary.AppendVarint(rec, 0) // timestamp delta
 	rec = binary.AppendVarint(rec, 0) // offset delta
 	rec = binary.AppendVarint(rec, int64(len(key)))

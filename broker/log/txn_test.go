@@ -350,9 +350,18 @@ func txnCrashWorkload(t *testing.T, fsys vfs.FS, clock *manualClock, seed uint64
 				flushedEnd = l.LogEndOffset()
 			}
 		default:
-			to := l.LogEndOffset() - int64(rng.IntN(8))
-			if err := l.TruncateTo(max(to, 0)); err == nil || true {
-				flushedEnd = min(flushedEnd, max(to, 0))
+			to := max(l.LogEndOffset()-int64(rng.IntN(8)), 0)
+			cut := to // a truncation inside a batch cuts from the batch's base
+			if r, err := l.Read(to, 1, l.LogEndOffset()); err == nil {
+				if b := r.BaseOffset(); b >= 0 {
+					cut = min(cut, b)
+				}
+				r.Close()
+			}
+			// Failed or not, the truncation may have cut the tail.
+			_ = l.TruncateTo(to)
+			{
+				flushedEnd = min(flushedEnd, cut)
 				for _, pid := range pids { // later sequences are gone: new epochs
 					epoch[pid]++
 					seq[pid] = 0
