@@ -14,10 +14,9 @@ package server
 // mention's place). Whatever the configuration, an answer
 // never holds more than maxFetchAnswerRecords bytes of records, so its int32
 // size cannot overflow. Reads stop at the high watermark
-// (= log end offset on a single node). A fetch offset outside
+// (= log end offset on a single node), or the last stable offset for read_committed. A fetch offset outside
 // [log start, log end] is OFFSET_OUT_OF_RANGE. The answer carries the high
-// watermark, last stable offset (= high watermark, no transactions) and the
-// log start offset. Zero copy: the response frame is encoded here (fetch_encode.go)
+// watermark, last stable offset and the log start offset. Zero copy: the response frame is encoded here (fetch_encode.go)
 // around the records fields, and each record range goes out with
 // Region.WriteTo, i.e. sendfile(2) from the segment file to the socket.
 //
@@ -25,8 +24,10 @@ package server
 // fetch_session.go; max.incremental.fetch.session.cache.slots = 0 turns them
 // off (every answer then carries SessionID 0 and clients send full fetches).
 //
-// Deviations from Kafka: IsolationLevel is ignored (no transactions: nothing
-// is aborted); RackID / preferred read replica do not apply (always -1);
+// read_committed (IsolationLevel 1) reads below the last stable offset and
+// carries the aborted transactions in range: fetch_txn.go.
+//
+// Deviations from Kafka: RackID / preferred read replica do not apply (always -1);
 // partitions that returned data are not rotated to the end of a session's
 // order.
 
@@ -57,6 +58,7 @@ type fetchPartition struct {
 	topicName     string
 	preferredRead int32
 	lastStable    int64
+	aborted       []plog.AbortedTxn // read_committed only (fetch_txn.go); nil = null
 }
 
 // fetchTopic is one topic's part of a Fetch answer.
@@ -213,13 +215,14 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			l := w.t.parts[w.partition].log
 			changed = append(changed, l.Changed())
 			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
-			fp.lastStable = fp.hw
+			bound, lastStable := fetchBound(l, req.IsolationLevel, fp.hw)
+			fp.lastStable = lastStable
 			remaining := answerMax - total
 			if total > 0 && remaining <= 0 {
 				break // answer full; report offsets only
 			}
 			limit := max(min(int64(w.maxBytes), remaining), 1)
-			reg, err := l.Read(w.fetchOffset, int(limit), fp.hw)
+			reg, err := l.Read(w.fetchOffset, int(limit), bound)
 			if err != nil {
 				fp.code = readErrorCode(err)
 				if fp.code == kerr.KafkaStorageError.Code {
@@ -234,6 +237,9 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			}
 			fp.region = reg
 			total += n
+			if err := fp.fillAborted(l, req.IsolationLevel); err != nil {
+				fp.code = readErrorCode(err)
+			}
 		}
 		if fp.code != 0 {
 			anyErr = true

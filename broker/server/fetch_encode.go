@@ -22,7 +22,7 @@ const zeroCopyMin = 16 << 10
 //
 //	[size][corrID][tags v12] throttle errorCode(v7+) sessionID(v7+)
 //	topics: name, partitions: partition errorCode hw lso logStart(v5+)
-//	        aborted=null preferredReadReplica(v11+) records-length | records... | tags(v12)
+//	        aborted (fetch_txn.go) preferredReadReplica(v11+) records-length | records... | tags(v12)
 type fetchReply struct {
 	version   int16
 	errorCode int16
@@ -71,12 +71,7 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 			if r.version >= 5 {
 				buf = kbin.AppendInt64(buf, p.logStart)
 			}
-			// Aborted transactions: null (no transactions).
-			if flex {
-				buf = kbin.AppendUvarint(buf, 0)
-			} else {
-				buf = kbin.AppendInt32(buf, -1)
-			}
+			buf = appendAborted(buf, p.aborted, flex)
 			if r.version >= 11 {
 				buf = kbin.AppendInt32(buf, p.preferredRead)
 			}

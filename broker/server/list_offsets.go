@@ -3,8 +3,8 @@ package server
 // ListOffsets (key 2), versions 1-7.
 //
 // Timestamp -2 answers the log start offset, -1 the high watermark (equal to
-// the log end offset on a single node; also the last stable offset, as there
-// are no transactions), and t >= 0 the offset and timestamp of the first
+// the log end offset on a single node), or the last stable offset with
+// isolation_level 1 (read_committed), and t >= 0 the offset and timestamp of the first
 // record with a timestamp >= t, found through the time index and then inside
 // its (decompressed) batch (offset -1 when there is none).
 // -3 (max timestamp, v7) deviates from Kafka: it answers the last batch's max
@@ -62,7 +62,7 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 			case rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, budget, &sp)
+				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, req.IsolationLevel, budget, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -71,14 +71,14 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 	return kmsgReply{resp}, nil
 }
 
-func listOffset(rc *requestContext, p *partition, ts int64, budget *plog.DecompressBudget, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func listOffset(rc *requestContext, p *partition, ts int64, isolation int8, budget *plog.DecompressBudget, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	l := p.log
 	sp.LeaderEpoch = 0
 	switch {
 	case ts == -2:
 		sp.Offset = l.LogStartOffset()
 	case ts == -1:
-		sp.Offset = l.HighWatermark()
+		sp.Offset = latestOffset(l, isolation)
 	case ts == -3:
 		hw := l.HighWatermark()
 		if hw <= l.LogStartOffset() {
