@@ -11,6 +11,7 @@
 //	    00000000000000000000.log        segment: batches, base offsets 0 ..
 //	    00000000000000000000.index      sparse offset index of that segment
 //	    00000000000000000000.timeindex  sparse time index of that segment
+//	    00000000000000000000.txnindex   aborted transactions whose ABORT markers are in that segment (if any)
 //	    00000000000000368769.log        next segment: first offset 368769
 //	    00000000000000368769.index
 //	    00000000000000368769.timeindex
@@ -54,6 +55,31 @@
 //
 //	.index:      | rel uint32 | pos uint32 | rel | pos | ...
 //	.timeindex:  | ts int64 | rel uint32 | ts | rel | ...
+//	.txnindex:   | version int16 = 0 | producerId int64 | firstOffset int64 | lastOffset int64 | lastStableOffset int64 | ...
+//
+// # Transactions
+//
+// Transactional batches (attribute bit 4, appended with
+// AppendOptions.Transactional) open a transaction of their producer; a
+// COMMIT or ABORT control batch (bits 4 and 5, written by
+// Log.AppendMarker, never accepted from a client) ends it. The producer
+// table keeps each open transaction's first offset (snapshot format
+// version 2; version 1 snapshots are still read). The last stable offset
+// (Log.LastStableOffset) is min(high watermark, max(log start, first offset
+// of the oldest open transaction)); read_committed reads stop there. Each
+// ABORT adds an entry to the .txnindex of the segment it lands in: Apache
+// Kafka's TransactionIndex layout, byte-compatible (34-byte entries, no
+// header), lastStableOffset being the first offset of the oldest other
+// open transaction or the marker's offset + 1. Log.AbortedTransactions(from,
+// to) answers a Fetch's range. New entries reach their file at each sync,
+// before the recovery point passes their markers; recovery drops the
+// entries at or after the offset it replays the producer table from and
+// recomputes them from the markers, so a reopened log equals a replay of
+// its batches (txn_test.go's crash loop checks it). Retention and
+// truncation delete a segment's .txnindex with it (first, so no orphan is
+// left). The cleaner (compact.go) removes aborted records, keeps markers
+// while their transactions have data and for delete.retention.ms after,
+// and cleans nothing at or after the oldest open transaction.
 //
 // The small metadata files (checkpoint, epoch cache, producer snapshot) are
 // framed as magic(4) version(1) payload crc32c(4) and replaced atomically
@@ -119,6 +145,7 @@
 //	Log.mu (RWMutex)  ->  segment.mu
 //	Log.mu (RWMutex)  ->  fileCache.mu
 //	Log.mu (RWMutex)  ->  indexLRU.mu  (segment.mu and indexLRU.mu never together)
+//	Log.mu (RWMutex)  ->  txnIndex.mu  (a leaf: a segment's aborted-transactions index)
 //	Manager.mu            (never held together with any other lock)
 //
 // A goroutine holding a lock on the right never takes one on its left;
@@ -153,8 +180,17 @@
 //
 //   - Compaction (compact.go) keeps whole a batch it cannot decompress
 //     within 64 MiB; recovery accepts offset holes only in compacting logs.
-//   - Transactional batches and control batches from clients are rejected
-//     (ErrInvalidRecord); followers may append control batches.
+//   - Transactional batches without AppendOptions.Transactional, and control
+//     batches from anyone but AppendMarker, are rejected on a leader
+//     (ErrInvalidRecord); followers copy both.
+//   - When retention or DeleteRecords removes the start of a transaction
+//     still open, its first offset survives only in the producer snapshot;
+//     a rebuild without one (all snapshots unreadable) starts it at its
+//     first batch left. After compaction removed an aborted transaction's
+//     data, a replay gives its (kept) marker an index entry starting at the
+//     marker, not the original first offset: both hide nothing committed.
+//   - A segment's aborted-transactions index stays in memory once loaded
+//     (34 bytes an abort; the index LRU does not unload it).
 //   - Idempotent producers idle for producer.id.expiration.ms are forgotten
 //     at a retention pass; the idle time is not in snapshots, so after a
 //     restart it counts from the first pass.
