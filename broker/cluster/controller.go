@@ -48,7 +48,11 @@ func (n *Node) campaign(ctx context.Context, s *zksession.Session) {
 		n.mu.Unlock()
 		s.DeleteOwned(controllerPath)
 		n.notifyChanged()
-		n.log.Warn("controller stopped", "epoch", c.epoch, "err", err)
+		if ctx.Err() == nil {
+			n.log.Warn("controller stopped", "epoch", c.epoch, "err", err)
+		} else {
+			n.log.Info("controller stopped", "epoch", c.epoch)
+		}
 	}
 }
 

@@ -113,6 +113,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.sess = s
 	go n.run(s)
 	return n, nil
 }
