@@ -99,8 +99,10 @@ func (s *Session) watch(events <-chan zk.Event) {
 			continue
 		}
 		if ev.State == zk.StateExpired || (ev.State == zk.StateHasSession && s.zk.SessionID() != s.first) {
-			s.log.Warn("ZooKeeper session expired: its ephemeral nodes are gone", "session", fmt.Sprintf("%x", s.first))
-			s.once.Do(func() { close(s.expired) })
+			s.once.Do(func() {
+				s.log.Warn("ZooKeeper session expired: its ephemeral nodes are gone", "session", fmt.Sprintf("%x", s.first))
+				close(s.expired)
+			})
 		}
 	}
 	s.once.Do(func() { close(s.expired) }) // closed connection
