@@ -261,7 +261,7 @@ func TestOfflineAndUnclean(t *testing.T) {
 // partitions back; ElectPreferred does the same on demand.
 func TestControlledShutdownAndPreferred(t *testing.T) {
 	c := newTestCluster(t)
-	c.opts = func(id int32) Options { return Options{AutoLeaderRebalance: id != 3} }
+	c.opts = func(id int32) Options { return Options{AutoLeaderRebalance: true} }
 	n1 := c.start(1)
 	c.start(2)
 	c.start(3)
@@ -300,5 +300,55 @@ func TestControlledShutdownAndPreferred(t *testing.T) {
 		}
 		return true, ""
 	})
+	c.checkHistory(false)
+}
+
+// TestElectPreferredOnDemand: without auto rebalance a returning broker
+// does not get its preferred leaderships back by itself (checked once the
+// controller has handled the ISR changes that readmitted it); ElectPreferred
+// gives them back, and returns once the controller has done it.
+func TestElectPreferredOnDemand(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start(1)
+	c.start(2)
+	c.start(3)
+	c.waitSettled(false)
+	createTopic(t, n1, "t", 3, 3)
+	c.waitSettled(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.node(1).n.ControlledShutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(1)
+	c.start(1)
+	c.waitSettled(false)
+	var prefer1 []TopicPartition
+	for p := int32(0); p < 3; p++ {
+		st := stateOf(t, c, "t", p)
+		if st.Replicas[0] == 1 {
+			prefer1 = append(prefer1, TopicPartition{"t", p})
+		}
+		if _, err := c.node(st.Leader).n.AlterISR(ctx, "t", p, st.LeaderEpoch, append(slices.Clone(st.ISR), 1), st.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the controller to take the ISR change notifications", 10*time.Second, func() (bool, string) {
+		kids, _, err := c.watcher.ZK().Children(c.watcher.Path(isrChangePath))
+		return err == nil && len(kids) == 0, "notifications left"
+	})
+	for _, tp := range prefer1 {
+		if st := stateOf(t, c, tp.Topic, tp.Partition); st.Leader == 1 {
+			t.Fatalf("%v: leadership moved back without auto rebalance: %+v", tp, st)
+		}
+	}
+	if err := c.node(2).n.ElectPreferred(ctx, prefer1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range prefer1 {
+		if st := stateOf(t, c, tp.Topic, tp.Partition); st.Leader != 1 {
+			t.Fatalf("%v after ElectPreferred: %+v, want leader 1", tp, st)
+		}
+	}
 	c.checkHistory(false)
 }

@@ -215,6 +215,9 @@ func (n *Node) serve(ctx context.Context, s *zksession.Session) {
 			cancel()
 		case <-sctx.Done():
 		}
+		// Ending the session fails the calls still waiting on it (ZooKeeper
+		// may be unreachable), so the goroutines below return.
+		s.Close()
 	}()
 	var wg sync.WaitGroup
 	wg.Add(2)
