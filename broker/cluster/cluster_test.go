@@ -352,3 +352,53 @@ func TestElectPreferredOnDemand(t *testing.T) {
 	}
 	c.checkHistory(false)
 }
+
+// TestPausedLeaderAndController: the broker that is both controller and
+// leader is cut off from ZooKeeper past its session. Another broker becomes
+// controller with a higher epoch and elects new leaders with higher leader
+// epochs; the paused broker's AlterISR on the state it knew fails with
+// ErrStaleState. When it is back it registers again, is no longer
+// controller, and is told the new states.
+func TestPausedLeaderAndController(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start(1)
+	waitFor(t, "broker 1 to control", 10*time.Second, func() (bool, string) { _, self := n1.Controller(); return self, "" })
+	c.start(2)
+	c.start(3)
+	c.waitSettled(false)
+	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 1, Replicas: [][]int32{{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(false)
+	old := stateOf(t, c, "t", 0)
+	epoch, _, _, _ := readControllerEpoch(c.watcher)
+	if old.Leader != 1 {
+		t.Fatalf("t-0: %+v, want leader 1", old)
+	}
+	c.node(1).proxy.cut()
+	waitFor(t, "a new controller and leader", 20*time.Second, func() (bool, string) {
+		ctl, _, err := readController(c.watcher)
+		e, _, _, _ := readControllerEpoch(c.watcher)
+		st := stateOf(t, c, "t", 0)
+		return err == nil && ctl > 1 && e > epoch && st.Leader > 1, "not yet"
+	})
+	now := stateOf(t, c, "t", 0)
+	if now.LeaderEpoch <= old.LeaderEpoch || slices.Contains(now.ISR, 1) {
+		t.Fatalf("after broker 1's session expired: %+v (was %+v)", now, old)
+	}
+	c.node(1).proxy.heal()
+	c.waitSettled(false)
+	if _, err := n1.AlterISR(context.Background(), "t", 0, old.LeaderEpoch, []int32{1}, old.Version); !isStale(err) {
+		t.Fatalf("the paused leader's AlterISR: %v, want ErrStaleState", err)
+	}
+	if _, self := n1.Controller(); self {
+		t.Fatal("the paused controller still controls")
+	}
+	waitFor(t, "broker 1 to be told the new leader", 10*time.Second, func() (bool, string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		d := c.delivered[1]
+		return len(d) > 0 && d[len(d)-1].Leader == now.Leader && d[len(d)-1].LeaderEpoch >= now.LeaderEpoch, "not yet"
+	})
+	c.checkHistory(false)
+}
