@@ -32,17 +32,7 @@ func TestStoreConformance(t *testing.T) {
 
 func createTopic(t *testing.T, n *Node, name string, partitions int32, rf int) {
 	t.Helper()
-	brokers, err := readBrokers(mustSession(t, n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list []BrokerInfo
-	for _, b := range brokers {
-		list = append(list, b)
-	}
-	n.mu.Lock()
-	replicas, err := assignReplicas(list, 0, partitions, rf, n.rnd)
-	n.mu.Unlock()
+	replicas, err := n.AssignReplicas(0, partitions, rf)
 	if err != nil {
 		t.Fatal(err)
 	}

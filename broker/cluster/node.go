@@ -46,7 +46,9 @@ type Options struct {
 	// OnStates is called, from one goroutine, with the states of this
 	// broker's partitions that changed since the last call (a new version or
 	// a new assignment), and with all of them after each new session. The
-	// server's adapter turns them into replica.State and calls Apply.
+	// server's adapter turns them into replica.State and calls Apply. It
+	// may block (until the server is ready to apply them): changes made
+	// meanwhile are coalesced and delivered when it returns.
 	OnStates func([]PartitionState)
 	// OnStateChange, when set, is called after every partition state write
 	// this Node made (as controller or through AlterISR) with the state it

@@ -154,6 +154,18 @@ func (st *Store) configOp(s *zksession.Session, topic string, cfg map[string]str
 	return &zk.SetDataRequest{Path: s.Path(configPath(topic)), Data: encodeConfig(cfg), Version: stat.Version}, nil
 }
 
+// AssignReplicas assigns partitions [first, first+count) over the live
+// brokers with replicationFactor replicas each (rack-aware when every
+// broker has a rack), for a CreateTopics or CreatePartitions request that
+// names a replication factor; the result goes in metadata.Topic.Replicas.
+func (n *Node) AssignReplicas(first, count int32, replicationFactor int) ([][]int32, error) {
+	s, err := n.session()
+	if err != nil {
+		return nil, err
+	}
+	return n.Store().assign(s, first, count, replicationFactor)
+}
+
 func (st *Store) assign(s *zksession.Session, first, count int32, rf int) ([][]int32, error) {
 	brokers, err := readBrokers(s)
 	if err != nil {

@@ -98,13 +98,12 @@ func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
 		var e Endpoint
 		name, rest, ok := strings.Cut(s, "://")
 		i := strings.LastIndexByte(rest, ':')
-		if i < 0 {
-			ok = false
-			i = 0
+		if !ok || i < 0 {
+			return BrokerInfo{}, fmt.Errorf("%w: %s: endpoint %q", ErrCorrupt, brokerPath(id), s)
 		}
 		host, port := rest[:i], rest[i+1:]
-		n, err := strconv.Atoi(port)
-		if !ok || err != nil {
+		n, err := strconv.ParseInt(port, 10, 32)
+		if err != nil {
 			return BrokerInfo{}, fmt.Errorf("%w: %s: endpoint %q", ErrCorrupt, brokerPath(id), s)
 		}
 		e.Name, e.Host, e.Port = name, host, int32(n)
