@@ -19,24 +19,32 @@ import (
 // conditional writes per partition, leader epochs only growing, one leader
 // per epoch (in what ZooKeeper held and in what brokers were told), the
 // leader in the ISR, no election from outside the ISR. Every AlterISR on a
-// stale version must have failed with ErrStaleState.
+// stale version must have failed with ErrStaleState. It runs with unclean
+// election off (30 steps) and on (12 steps; the ISR rule is then not checked).
 func TestInvariantsUnderFaults(t *testing.T) {
+	t.Run("clean", func(t *testing.T) { runFaults(t, false, 30) })
+	t.Run("unclean", func(t *testing.T) { runFaults(t, true, 12) })
+}
+
+// runFaults runs steps random faults with unclean election on or off.
+func runFaults(t *testing.T, unclean bool, steps int) {
 	rnd := seeded(t)
 	c := newTestCluster(t)
+	c.opts = func(int32) Options { return Options{UncleanLeaderElection: unclean} }
 	ids := []int32{1, 2, 3, 4}
 	for _, id := range ids {
 		c.start(id)
 	}
-	c.waitSettled(false)
+	c.waitSettled(unclean)
 	first := c.node(1).n
 	createTopic(t, first, "a", 6, 3)
 	if err := first.Store().CreateTopic(metadata.Topic{Name: "b", ID: metadata.NewTopicID(), Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitSettled(false)
+	c.waitSettled(unclean)
 	ctx := context.Background()
 	counts := map[string]int{}
-	for step := 0; step < 30; step++ {
+	for step := 0; step < steps; step++ {
 		live := c.liveIDs()
 		dead := slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return slices.Contains(live, id) })
 		op := []string{"kill", "return", "expire", "alter", "alter", "stale", "shutdown"}[rnd.IntN(7)]
@@ -80,10 +88,10 @@ func TestInvariantsUnderFaults(t *testing.T) {
 		case "alter", "stale":
 			c.alterRandom(ctx, t, rnd, op == "stale")
 		}
-		c.waitSettled(false)
+		c.waitSettled(unclean)
 	}
 	t.Logf("operations: %v", counts)
-	c.checkHistory(false)
+	c.checkHistory(unclean)
 }
 
 // alterRandom has the leader of a random partition shrink or expand its
