@@ -117,6 +117,20 @@ func TestFailoverAndFencing(t *testing.T) {
 		}
 	}
 
+	waitFor(t, "broker 3's metadata cache to show every partition as stored", 10*time.Second, func() (bool, string) {
+		stored, err := c.states()
+		cached := c.node(3).n.Partitions()
+		if err != nil || len(cached) != len(stored) {
+			return false, fmt.Sprintf("%d cached, %d stored (%v)", len(cached), len(stored), err)
+		}
+		for i := range stored {
+			if cached[i].Version != stored[i].Version || !sameDecision(cached[i], stored[i]) {
+				return false, fmt.Sprintf("cached %+v, stored %+v", cached[i], stored[i])
+			}
+		}
+		return true, ""
+	})
+
 	zombieSession, err := zksession.Dial(c.zk.Connect(c.chroot), 5*time.Second, testLog)
 	if err != nil {
 		t.Fatal(err)

@@ -54,10 +54,11 @@
 //     replica leads again once it is back in the ISR. Each change of leader
 //     bumps the leader epoch by one.
 //  5. Roles. Brokers learn their roles by watching ZooKeeper, not by a push
-//     from the controller: each broker watches the state znode of every
-//     partition with a replica on it and delivers the changed states
-//     (OnStates) with the znode version. ZooKeeper orders the writes of one
-//     znode, so a broker sees a partition's states in version order.
+//     from the controller: each broker watches every state znode (its
+//     metadata cache, Partitions) and delivers the changed states of the
+//     partitions with a replica on it (OnStates) with the znode version.
+//     ZooKeeper orders the writes of one znode, so a broker sees a
+//     partition's states in version order.
 //  6. ISR changes. The leader changes its ISR itself (AlterISR): a setData
 //     conditional on the version it was given, refused (ErrStaleState) when
 //     the version, the leader or the leader epoch moved. Then it creates an

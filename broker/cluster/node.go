@@ -76,6 +76,7 @@ type Node struct {
 	mu         sync.Mutex // guards the fields below
 	sess       *zksession.Session
 	brokers    map[int32]BrokerInfo
+	partitions map[partitionKey]PartitionState
 	controller int32 // the controller's id as last seen; -1 none
 	leading    bool  // this node is the controller
 	changed    chan struct{}

@@ -16,8 +16,9 @@ type partitionKey struct {
 }
 
 // watchStates keeps this broker's view of the cluster fresh for one
-// session: the live brokers, the controller, and the state of every
-// partition with a replica here, delivered to OnStates when it changes.
+// session: the live brokers, the controller and the state of every
+// partition (Partitions); the states of the partitions with a replica here
+// are delivered to OnStates when they change.
 // Every read is preceded by a watch on what it reads, so no change is
 // missed; a failed read is retried after a short pause.
 func (n *Node) watchStates(ctx context.Context, s *zksession.Session) {
@@ -63,6 +64,7 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 		return err
 	}
 	var changed []PartitionState
+	all := map[partitionKey]PartitionState{}
 	for _, topic := range names {
 		if err := w.data(c, s.Path(topicPath(topic))); err != nil && !isNoNode(err) {
 			return err
@@ -75,9 +77,6 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 			continue
 		}
 		for p, replicas := range a.Replicas {
-			if !slices.Contains(replicas, n.opts.Broker.ID) {
-				continue
-			}
 			if err := w.data(c, s.Path(statePath(topic, int32(p)))); err != nil {
 				return err
 			}
@@ -86,15 +85,24 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 				return err
 			}
 			k := partitionKey{topic, int32(p)}
-			if old, seen := delivered[k]; ok && (!seen || old.Version != st.Version || !slices.Equal(old.Replicas, st.Replicas)) {
+			if !ok {
+				all[k] = PartitionState{Topic: topic, Partition: int32(p), Leader: -1, Replicas: replicas, Version: -1}
+				continue
+			}
+			all[k] = st
+			if !slices.Contains(replicas, n.opts.Broker.ID) {
+				continue
+			}
+			if old, seen := delivered[k]; !seen || old.Version != st.Version || !slices.Equal(old.Replicas, st.Replicas) {
 				changed = append(changed, st)
 				delivered[k] = st
 			}
 		}
 	}
 	n.mu.Lock()
-	moved := !maps.EqualFunc(n.brokers, brokers, equalBroker) || n.controller != controller
-	n.brokers, n.controller = brokers, controller
+	moved := !maps.EqualFunc(n.brokers, brokers, equalBroker) || n.controller != controller ||
+		!maps.EqualFunc(n.partitions, all, func(a, b PartitionState) bool { return a.Version == b.Version && slices.Equal(a.Replicas, b.Replicas) })
+	n.brokers, n.controller, n.partitions = brokers, controller, all
 	n.mu.Unlock()
 	if len(changed) > 0 && n.opts.OnStates != nil {
 		n.opts.OnStates(changed)
@@ -103,6 +111,26 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 		n.notifyChanged()
 	}
 	return nil
+}
+
+// Partitions returns every partition of the cluster as this node last saw
+// it (the watch keeps it fresh; Metadata and DescribeTopics answer from
+// it), sorted by topic and partition. Partitions without a state yet are
+// listed with leader -1 and Version -1.
+func (n *Node) Partitions() []PartitionState {
+	n.mu.Lock()
+	out := make([]PartitionState, 0, len(n.partitions))
+	for _, st := range n.partitions {
+		out = append(out, st)
+	}
+	n.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
 }
 
 func equalBroker(a, b BrokerInfo) bool {
