@@ -1,10 +1,10 @@
 // Package metadata is the broker's cluster metadata: which topics exist,
 // their ids, partition counts and configuration overrides, and the blocks
 // of producer ids handed out. The broker reads and changes it only through
-// Store. Today the only implementation is FileStore, the single-node store
-// in the data directory; the interface is the seam where a ZooKeeper-backed
-// store (/brokers/topics, /config/topics, the producer-id block znode) will
-// go when the broker runs as a cluster — it does not exist yet.
+// Store. Two implementations: FileStore, the single-node store in the data
+// directory, and broker/cluster's Store, the cluster's in ZooKeeper
+// (/brokers/topics, /config/topics, /latest_producer_id_block). One
+// conformance suite (storetest) runs against both.
 //
 // A Store records decisions; it opens no partition. The broker's serving
 // state (open partition logs) is built from it at start and follows each
@@ -47,12 +47,17 @@ type Topic struct {
 	ID         [16]byte // Kafka's topic id (a random UUID v4)
 	Partitions int32
 	Configs    map[string]string // topic-level overrides; nil = none
+	// Replicas is the replica assignment in cluster mode: Replicas[p] lists
+	// partition p's brokers, preferred leader first. nil in single-node
+	// mode (FileStore does not keep it); a cluster Store given nil assigns
+	// the partitions itself.
+	Replicas [][]int32
 }
 
 // Store holds the metadata. Every method is safe for concurrent use and
 // returns only when its change is durable (or has failed and changed
-// nothing). Implementations: FileStore (single node). There is no
-// ZooKeeper-backed one yet (cluster mode is not built).
+// nothing). Implementations: FileStore (single node) and broker/cluster's
+// Store (ZooKeeper).
 type Store interface {
 	// Load returns the registered topics sorted by name. fresh is true when
 	// the store was never written (a new data directory, or a lost
