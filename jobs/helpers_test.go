@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
@@ -35,17 +36,16 @@ func TestMain(m *testing.M) {
 
 var pageViewBase = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
 
+// pageViewSchema is the loader tests' 6-field page view
+// (fixtures.JobsPageView) and its text.
 func pageViewSchema(t testing.TB) (avro.Schema, string) {
 	t.Helper()
-	b, err := os.ReadFile("testdata/pageview.avsc")
+	text := fixtures.JobsPageView()
+	s, err := avro.Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := avro.Parse(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, string(b)
+	return s, text
 }
 
 // pageViews makes n seeded page views spread evenly over span from
@@ -117,7 +117,8 @@ func writeJob(t testing.TB, dir, text string) (*jobs.Spec, string) {
 	return s, p
 }
 
-// writeJobFile writes a job spec (and the page-view schema) into dir.
+// writeJobFile writes a job spec (and the page-view schema, as
+// pageview.avsc) into dir.
 func writeJobFile(t testing.TB, dir, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, "job.yaml")
@@ -125,11 +126,7 @@ func writeJobFile(t testing.TB, dir, text string) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pageview.avsc")); err != nil {
-		b, err := os.ReadFile("testdata/pageview.avsc")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "pageview.avsc"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "pageview.avsc"), []byte(fixtures.JobsPageView()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -41,12 +41,10 @@ func pageViewSchema(tb testing.TB) avro.Schema {
 	return s
 }
 
+// loadPageViewSchema parses the writers' 12-field page view
+// (fixtures.WritersPageView) once.
 var loadPageViewSchema = sync.OnceValues(func() (avro.Schema, error) {
-	root, err := hdfs.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	return avro.ParseFiles(filepath.Join(root, "testdata", "writers", "pageview.avsc"))
+	return avro.Parse(fixtures.WritersPageView())
 })
 
 var t0 = time.Date(2024, 5, 1, 12, 30, 0, 0, time.UTC)

@@ -116,7 +116,8 @@
 // checkpoint is exact: nothing is scanned.
 //
 // A log with nothing appended (one empty segment) needs no scan and no
-// checkpoint: opening 65,536 new or empty partitions writes no file.
+// checkpoint: reopening 65,536 empty partitions writes no file, and opening
+// a new one writes only its empty first segment.
 // Manager.OpenMany and DeleteMany create or remove many partition directories
 // with one sync of the data directory (not one per partition) and work on
 // several partitions at once.
@@ -142,6 +143,7 @@
 // and with appends, and return a Region that pins the segment file, so
 // retention or a cache eviction never closes a file under a reader.
 //
+//	cleanerState.mu   ->  Log.mu       (a compaction pass, compact.go)
 //	Log.mu (RWMutex)  ->  segment.mu
 //	Log.mu (RWMutex)  ->  fileCache.mu
 //	Log.mu (RWMutex)  ->  indexLRU.mu  (segment.mu and indexLRU.mu never together)

@@ -242,27 +242,19 @@ func (l *Log) fail(err error) error {
 // LogAppendTime topics, maxTimestamp and the CRC); a leader's compressed
 // batches are decompressed as a stream to be checked (validate.go), never
 // rewritten. Idempotent batches (producerId >= 0) must come one per call.
+//
+// The phases, in order: validate (without the lock), answer an idempotent
+// retry, check a follower's offsets, roll the segment, stamp offsets and
+// epoch, write, apply to the in-memory state, flush.
 func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
 	l.mu.RLock()
 	cfg := l.cfg
 	l.mu.RUnlock()
 	var hdrBuf [4]batchHeader
-	hdrs, records, err := splitBatches(batches, cfg.MaxMessageBytes, opts.AssignOffsets, hdrBuf[:0])
+	a, err := validateAppend(batches, cfg.MaxMessageBytes, opts, hdrBuf[:0])
 	if err != nil {
 		return res, err
-	}
-	if err := opts.checkKinds(hdrs); err != nil {
-		return res, err
-	}
-	idempotent := false
-	for i := range hdrs {
-		if hdrs[i].ProducerID >= 0 {
-			idempotent = true
-		}
-	}
-	if idempotent && len(hdrs) > 1 && opts.AssignOffsets {
-		return res, fmt.Errorf("%w: an idempotent producer's batch must be the only one in its append", ErrInvalidRecord)
 	}
 
 	l.mu.Lock()
@@ -271,112 +263,201 @@ func (l *Log) Append(batches []byte, opts AppendOptions) (AppendResult, error) {
 		return res, err
 	}
 	res.LogStartOffset = l.logStart
-	if opts.AssignOffsets && idempotent {
-		dup, err := l.producers.check(&hdrs[0])
-		if err != nil {
-			return res, err
-		}
-		if dup != nil {
-			res.BaseOffset, res.LastOffset, res.Duplicate = dup.BaseOffset, dup.LastOffset, true
-			if cfg.TimestampType == LogAppendTime {
-				res.LogAppendTime = l.clock.Now().UnixMilli()
-			}
-			return res, nil
-		}
-	}
-	if !opts.AssignOffsets {
-		next := l.leo
-		for i := range hdrs {
-			if hdrs[i].BaseOffset != next {
-				return res, fmt.Errorf("%w: replicated batch has base offset %d, log end is %d", ErrOffsetOutOfRange, hdrs[i].BaseOffset, next)
-			}
-			next = hdrs[i].lastOffset() + 1
-		}
-	}
-	lastOffset := l.leo + int64(records) - 1
-	if !opts.AssignOffsets {
-		lastOffset = hdrs[len(hdrs)-1].lastOffset()
-	}
-	if err := l.maybeRollLocked(int64(len(batches)), lastOffset); err != nil {
+	if dup, err := l.answerDuplicateLocked(&a, opts, &cfg, &res); dup || err != nil {
 		return res, err
 	}
-
-	// Leader epoch: a new epoch starts at this append.
-	epoch := opts.LeaderEpoch
-	if opts.AssignOffsets && epoch >= 0 {
-		if err := l.assignEpochLocked(epoch, l.leo); err != nil {
-			return res, err
-		}
+	if err := l.checkReplicaContinuesLocked(&a, opts); err != nil {
+		return res, err
 	}
-
-	// Rewrite the fields outside the CRC (and LogAppendTime's).
-	now := int64(-1)
-	if opts.AssignOffsets {
-		if cfg.TimestampType == LogAppendTime {
-			now = l.clock.Now().UnixMilli()
-		}
-		next, pos := l.leo, 0
-		for i := range hdrs {
-			h := &hdrs[i]
-			b := batches[pos : pos+int(h.size())]
-			setBaseOffset(b, next)
-			setLeaderEpoch(b, epoch)
-			h.BaseOffset, h.LeaderEpoch = next, epoch
-			if now >= 0 {
-				setLogAppendTime(b, now)
-				h.MaxTimestamp = now
-			}
-			next = h.lastOffset() + 1
-			pos += int(h.size())
-		}
-	} else {
-		for i := range hdrs {
-			if err := l.assignEpochLocked(hdrs[i].LeaderEpoch, hdrs[i].BaseOffset); err != nil {
-				return res, err
-			}
-		}
+	if err := l.maybeRollLocked(int64(len(batches)), l.appendLastOffsetLocked(&a, opts)); err != nil {
+		return res, err
 	}
-
-	seg := l.active()
-	f, err := l.cache.acquire(seg.h)
+	now, err := l.stampLocked(batches, &a, opts, &cfg)
 	if err != nil {
 		return res, err
 	}
+	if err := l.writeLocked(batches); err != nil {
+		return res, err
+	}
+	l.applyAppendLocked(batches, &a, &cfg)
+	res.BaseOffset = a.hdrs[0].BaseOffset
+	res.LastOffset = a.hdrs[len(a.hdrs)-1].lastOffset()
+	res.LogAppendTime = now
+	return res, l.maybeFlushLocked(&cfg)
+}
+
+// appending is what validateAppend learnt of one Append's batches. The
+// batches themselves are passed beside it (a leader rewrites them in place):
+// holding them here too would move the headers, which Append keeps on its
+// stack, to the heap.
+type appending struct {
+	hdrs       []batchHeader // one per batch, in order
+	records    int           // records in all the batches
+	idempotent bool          // a batch carries a producer id
+}
+
+// validateAppend is Append's first phase, run without the lock: it splits
+// batches into validated batches (as a client's on a leader, as a replica's
+// on a follower) and refuses a leader append holding an idempotent batch
+// among others.
+func validateAppend(batches []byte, maxBytes int, opts AppendOptions, buf []batchHeader) (appending, error) {
+	hdrs, records, err := splitBatches(batches, maxBytes, opts.AssignOffsets, buf)
+	if err != nil {
+		return appending{}, err
+	}
+	if err := opts.checkKinds(hdrs); err != nil {
+		return appending{}, err
+	}
+	a := appending{hdrs: hdrs, records: records}
+	for i := range hdrs {
+		if hdrs[i].ProducerID >= 0 {
+			a.idempotent = true
+		}
+	}
+	if a.idempotent && len(hdrs) > 1 && opts.AssignOffsets {
+		return appending{}, fmt.Errorf("%w: an idempotent producer's batch must be the only one in its append", ErrInvalidRecord)
+	}
+	return a, nil
+}
+
+// answerDuplicateLocked checks a leader's idempotent batch against the
+// producer table. A retry of a batch already in the log is answered in res
+// with the original append's offsets, and it returns true: nothing is to be
+// appended. A batch out of sequence or from a fenced epoch is an error.
+func (l *Log) answerDuplicateLocked(a *appending, opts AppendOptions, cfg *Config, res *AppendResult) (bool, error) {
+	if !opts.AssignOffsets || !a.idempotent {
+		return false, nil
+	}
+	dup, err := l.producers.check(&a.hdrs[0])
+	if err != nil || dup == nil {
+		return false, err
+	}
+	res.BaseOffset, res.LastOffset, res.Duplicate = dup.BaseOffset, dup.LastOffset, true
+	if cfg.TimestampType == LogAppendTime {
+		res.LogAppendTime = l.clock.Now().UnixMilli()
+	}
+	return true, nil
+}
+
+// checkReplicaContinuesLocked checks that a follower's batches (which keep
+// the leader's offsets) start at the log end and follow each other without a
+// gap. A leader's batches get their offsets from stampLocked instead.
+func (l *Log) checkReplicaContinuesLocked(a *appending, opts AppendOptions) error {
+	if opts.AssignOffsets {
+		return nil
+	}
+	next := l.leo
+	for i := range a.hdrs {
+		if a.hdrs[i].BaseOffset != next {
+			return fmt.Errorf("%w: replicated batch has base offset %d, log end is %d", ErrOffsetOutOfRange, a.hdrs[i].BaseOffset, next)
+		}
+		next = a.hdrs[i].lastOffset() + 1
+	}
+	return nil
+}
+
+// appendLastOffsetLocked returns the offset the append's last record will
+// have, which decides (with its size) whether the active segment must roll.
+func (l *Log) appendLastOffsetLocked(a *appending, opts AppendOptions) int64 {
+	if !opts.AssignOffsets {
+		return a.hdrs[len(a.hdrs)-1].lastOffset()
+	}
+	return l.leo + int64(a.records) - 1
+}
+
+// stampLocked gives the batches their place in the log and returns the
+// append time (-1 unless the topic uses LogAppendTime on a leader). On a
+// leader, opts.LeaderEpoch starts at the log end if it is new, and each
+// batch's fields outside the CRC are rewritten: base offset and leader epoch
+// (and, for LogAppendTime, its max timestamp, which moves the CRC). On a
+// follower the batches are kept as they are and their leader epochs enter
+// the epoch cache.
+func (l *Log) stampLocked(batches []byte, a *appending, opts AppendOptions, cfg *Config) (int64, error) {
+	if !opts.AssignOffsets {
+		for i := range a.hdrs {
+			if err := l.assignEpochLocked(a.hdrs[i].LeaderEpoch, a.hdrs[i].BaseOffset); err != nil {
+				return -1, err
+			}
+		}
+		return -1, nil
+	}
+	epoch := opts.LeaderEpoch
+	if epoch >= 0 {
+		if err := l.assignEpochLocked(epoch, l.leo); err != nil {
+			return -1, err
+		}
+	}
+	now := int64(-1)
+	if cfg.TimestampType == LogAppendTime {
+		now = l.clock.Now().UnixMilli()
+	}
+	next, pos := l.leo, 0
+	for i := range a.hdrs {
+		h := &a.hdrs[i]
+		b := batches[pos : pos+int(h.size())]
+		setBaseOffset(b, next)
+		setLeaderEpoch(b, epoch)
+		h.BaseOffset, h.LeaderEpoch = next, epoch
+		if now >= 0 {
+			setLogAppendTime(b, now)
+			h.MaxTimestamp = now
+		}
+		next = h.lastOffset() + 1
+		pos += int(h.size())
+	}
+	return now, nil
+}
+
+// writeLocked writes batches at the end of the active segment. Whatever part
+// of a failed write reached the file is cut, so neither readers nor recovery
+// see it; if even that cut fails, the file is uncertain and the log fails.
+func (l *Log) writeLocked(batches []byte) error {
+	seg := l.active()
+	f, err := l.cache.acquire(seg.h)
+	if err != nil {
+		return err
+	}
 	_, werr := f.WriteAt(batches, seg.size)
 	if werr != nil {
-		// Cut whatever part of the write reached the file, so neither readers
-		// nor recovery see it. If even that fails, the file is uncertain.
 		if terr := f.Truncate(seg.size); terr != nil {
 			l.fail(errors.Join(werr, terr))
 		}
 		l.cache.release(seg.h)
-		return res, fmt.Errorf("log: append to %s: %w", seg.logPath(), werr)
+		return fmt.Errorf("log: append to %s: %w", seg.logPath(), werr)
 	}
 	l.cache.release(seg.h)
+	return nil
+}
 
+// applyAppendLocked makes written batches part of the log: the active
+// segment indexes them and grows, the producer table learns them, the log end
+// moves past them and Changed's waiters wake.
+func (l *Log) applyAppendLocked(batches []byte, a *appending, cfg *Config) {
+	seg := l.active()
 	pos := seg.size
 	interval := int64(cfg.IndexIntervalBytes)
-	for i := range hdrs {
-		seg.onAppend(&hdrs[i], pos, interval)
-		l.trackBatchLocked(&hdrs[i], batches[pos-seg.size:][:hdrs[i].size()])
-		pos += hdrs[i].size()
+	for i := range a.hdrs {
+		n := a.hdrs[i].size()
+		seg.onAppend(&a.hdrs[i], pos, interval)
+		l.trackBatchLocked(&a.hdrs[i], batches[pos-seg.size:][:n])
+		pos += n
 	}
-	if idempotent {
-		l.producers.touch(hdrs[0].ProducerID, l.clock.Now())
+	if a.idempotent {
+		l.producers.touch(a.hdrs[0].ProducerID, l.clock.Now())
 	}
 	seg.size = pos
-	res.BaseOffset = hdrs[0].BaseOffset
-	res.LastOffset = hdrs[len(hdrs)-1].lastOffset()
-	res.LogAppendTime = now
-	l.leo = res.LastOffset + 1
-	l.unflushedMsgs += int64(records)
+	l.leo = a.hdrs[len(a.hdrs)-1].lastOffset() + 1
+	l.unflushedMsgs += int64(a.records)
 	l.notifyLocked()
+}
+
+// maybeFlushLocked syncs the log once flush.messages records wait for a
+// sync (0 leaves it to the page cache and flush.ms).
+func (l *Log) maybeFlushLocked(cfg *Config) error {
 	if cfg.FlushMessages > 0 && l.unflushedMsgs >= cfg.FlushMessages {
-		if err := l.syncLocked(); err != nil {
-			return res, err
-		}
+		return l.syncLocked()
 	}
-	return res, nil
+	return nil
 }
 
 // splitBatches validates the concatenated batches and returns their headers

@@ -126,6 +126,13 @@ type openParams struct {
 }
 
 // openLog opens (creating if empty) and recovers the log in p.dir.
+//
+// The phases, in order: list the directory (clearing leftovers), read the
+// partition checkpoint and the leader-epoch cache, drop segments below the
+// log start, size the segments, recover the tail past the recovery point
+// (or trust a clean checkpoint), seal the segments before the active one,
+// cut epochs past the log end, rebuild the producer table and the
+// watermarks, and make what recovery found durable.
 func openLog(p openParams) (*Log, error) {
 	l := &Log{
 		tp: p.tp, dir: p.dir, fs: p.fs, cache: p.cache, clock: p.clock, metrics: p.metrics, indexes: p.indexes, mgr: p.mgr,
@@ -135,18 +142,68 @@ func openLog(p openParams) (*Log, error) {
 	if p.fresh {
 		return l, l.createFirstSegment(0)
 	}
-	names, err := vfs.ListNames(p.fs, p.dir)
+	bases, err := l.listDir()
 	if err != nil {
-		return nil, fmt.Errorf("log: list %s: %w", p.dir, err)
+		return nil, err
+	}
+	ckpt, haveCkpt := l.readCheckpoint()
+	if err := l.readEpochs(); err != nil {
+		return nil, err
+	}
+	if haveCkpt {
+		l.logStart = ckpt.LogStartOffset
+	} else if len(bases) > 0 {
+		l.logStart = bases[0]
+	}
+	if len(bases) == 0 {
+		return l, l.createFirstSegment(l.logStart)
+	}
+	if bases, err = l.removeSegmentsBelowStart(bases); err != nil {
+		return nil, err
+	}
+	if err := l.statSegments(bases); err != nil {
+		return nil, err
+	}
+	ckpt, recovered, err := l.recoverTail(ckpt, haveCkpt, p.clean)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.sealSegments(); err != nil {
+		return nil, err
+	}
+	if err := l.cutEpochsPastEnd(); err != nil {
+		return nil, err
+	}
+	if err := l.restoreState(ckpt, haveCkpt); err != nil {
+		return nil, err
+	}
+	if recovered {
+		// Everything scanned is valid now; make it durable (after a process
+		// kill it may still be only in the page cache) and move the recovery point.
+		l.dirDirty = true
+		if err := l.checkpointLocked(); err != nil && !l.deferOnFullDisk(err, deferredCheckpoint) {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// listDir reads the log's directory: it removes leftover temporary files and
+// indexes without their log file, records the producer snapshots it finds in
+// l.snapshots and returns the segments' base offsets, both ascending.
+func (l *Log) listDir() ([]int64, error) {
+	names, err := vfs.ListNames(l.fs, l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
 	var bases []int64
 	logs := map[int64]bool{}
 	var indexFiles []string
 	for _, name := range names {
-		full := path.Join(p.dir, name)
+		full := path.Join(l.dir, name)
 		switch {
 		case strings.HasSuffix(name, tmpSuffix):
-			if err := p.fs.Remove(full); err != nil {
+			if err := l.fs.Remove(full); err != nil {
 				return nil, fmt.Errorf("log: remove leftover %s: %w", full, err)
 			}
 		case strings.HasSuffix(name, logSuffix):
@@ -167,55 +224,72 @@ func openLog(p openParams) (*Log, error) {
 	for _, name := range indexFiles { // indexes without their log file
 		base, ok := parseBase(strings.TrimSuffix(strings.TrimSuffix(name, timeIndexSuffix), indexSuffix)+logSuffix, logSuffix)
 		if ok && !logs[base] {
-			if err := p.fs.Remove(path.Join(p.dir, name)); err != nil {
+			if err := l.fs.Remove(path.Join(l.dir, name)); err != nil {
 				return nil, fmt.Errorf("log: remove orphan index: %w", err)
 			}
 		}
 	}
+	return bases, nil
+}
 
-	ckpt, haveCkpt := l.readCheckpoint()
-	if b, err := readWhole(p.fs, path.Join(p.dir, epochFile)); err != nil {
-		return nil, fmt.Errorf("log: read leader-epoch cache: %w", err)
-	} else if len(b) > 0 {
+// readEpochs loads the leader-epoch cache. An unreadable cache is not an
+// error: it is left empty, and the recovery scan rebuilds it from the batches
+// it reads.
+func (l *Log) readEpochs() error {
+	b, err := readWhole(l.fs, path.Join(l.dir, epochFile))
+	if err != nil {
+		return fmt.Errorf("log: read leader-epoch cache: %w", err)
+	}
+	if len(b) > 0 {
 		if l.epochs, err = decodeEpochs(b); err != nil {
 			l.logger.Warn("leader-epoch cache unreadable; rebuilding from the scanned tail", "err", err)
 			l.epochs = nil
 		}
 	}
-	if haveCkpt {
-		l.logStart = ckpt.LogStartOffset
-	} else if len(bases) > 0 {
-		l.logStart = bases[0]
-	}
-	if len(bases) == 0 {
-		return l, l.createFirstSegment(l.logStart)
-	}
+	return nil
+}
 
-	// Segments wholly below the log start are left over from an interrupted deletion.
+// removeSegmentsBelowStart removes the segments wholly below the log start,
+// left over from an interrupted deletion, and returns the bases kept (never
+// none); the log start moves up to the first of them if it is below.
+func (l *Log) removeSegmentsBelowStart(bases []int64) ([]int64, error) {
 	for len(bases) > 1 && bases[1] <= l.logStart {
-		if err := removeSegmentFiles(p.fs, &segment{base: bases[0], dir: p.dir}); err != nil {
+		if err := removeSegmentFiles(l.fs, &segment{base: bases[0], dir: l.dir}); err != nil {
 			return nil, err
 		}
 		bases = bases[1:]
 	}
 	l.logStart = max(l.logStart, bases[0])
+	return bases, nil
+}
+
+// statSegments sets l.segments to one segment per base, sized from its file
+// (all of it taken as flushed until recovery says otherwise).
+func (l *Log) statSegments(bases []int64) error {
 	now := l.clock.Now()
 	for _, base := range bases {
-		s := newSegment(p.dir, base, now)
-		st, err := p.fs.Stat(s.logPath())
+		s := newSegment(l.dir, base, now)
+		st, err := l.fs.Stat(s.logPath())
 		if err != nil {
-			return nil, fmt.Errorf("log: stat %s: %w", s.logPath(), err)
+			return fmt.Errorf("log: stat %s: %w", s.logPath(), err)
 		}
 		size := st.Size
 		s.size, s.flushedSize = size, size
 		l.segments = append(l.segments, s)
 	}
+	return nil
+}
 
+// recoverTail sets the log end. A clean shutdown whose checkpoint ends where
+// the active segment ends, or a log never appended to, is trusted; otherwise
+// everything past the recovery point is scanned and an invalid tail cut
+// (recoverLocked), and recovered is true. It returns the checkpoint the rest
+// of the opening works from (made up for a never-used log that has none).
+func (l *Log) recoverTail(ckpt partitionCheckpoint, haveCkpt, clean bool) (_ partitionCheckpoint, recovered bool, _ error) {
 	last := l.active()
-	recovered := false
 	emptyLog := len(l.segments) == 1 && last.size == 0
 	switch {
-	case p.clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size:
+	case clean && haveCkpt && ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == last.size:
 		l.leo = ckpt.RecoveryOffset
 		l.metrics.CleanOpens.Add(1)
 	case emptyLog && (!haveCkpt || ckpt.RecoverySegment == last.base && ckpt.RecoveryPosition == 0):
@@ -227,12 +301,16 @@ func openLog(p openParams) (*Log, error) {
 		}
 		l.metrics.CleanOpens.Add(1)
 	default:
-		recovered = true
 		l.metrics.RecoveryOpens.Add(1)
-		if err := l.recoverLocked(ckpt, haveCkpt); err != nil {
-			return nil, err
-		}
+		return ckpt, true, l.recoverLocked(ckpt, haveCkpt)
 	}
+	return ckpt, false, nil
+}
+
+// sealSegments seals every segment before the active one (counting those
+// the recovery scan loaded against the index bound) and loads the active
+// segment's indexes, ready for appends.
+func (l *Log) sealSegments() error {
 	for _, s := range l.segments[:len(l.segments)-1] {
 		s.seal()
 		if s.loaded { // by the recovery scan: count it against the bound
@@ -241,42 +319,44 @@ func openLog(p openParams) (*Log, error) {
 	}
 	act := l.active()
 	if err := l.ensureLoaded(act, act.size); err != nil {
-		return nil, err
+		return err
 	}
 	act.bytesSinceIndex = act.size
 	if n := len(act.index); n > 0 {
 		act.bytesSinceIndex = act.size - int64(act.index[n-1].pos)
 	}
+	return nil
+}
 
-	// Epochs beyond the log end belong to a cut tail.
+// cutEpochsPastEnd drops the epochs that start at or beyond the log end
+// (they belong to a cut tail) and, if that or the recovery scan changed the
+// cache, persists it, so that a clean reopen finds what recovery found.
+func (l *Log) cutEpochsPastEnd() error {
 	epochsBefore := len(l.epochs)
 	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset >= l.leo })
 	l.epochs = l.epochs[:i]
 	if len(l.epochs) != epochsBefore || l.epochsDirty {
-		// Cut with the tail, or rebuilt by the scan: persist now, so a clean
-		// reopen finds what recovery found.
-		if err := vfs.WriteFileAtomic(p.fs, p.dir, epochFile, encodeEpochs(l.epochs)); err != nil && !l.deferOnFullDisk(err, deferredEpochs) {
-			return nil, fmt.Errorf("log: write leader-epoch cache: %w", err)
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(l.epochs)); err != nil && !l.deferOnFullDisk(err, deferredEpochs) {
+			return fmt.Errorf("log: write leader-epoch cache: %w", err)
 		}
 		l.epochsDirty = false
 	}
+	return nil
+}
+
+// restoreState rebuilds what the log keeps beside its segments from the
+// checkpoint: the producer table (from its snapshots and the batches after
+// them), the high watermark (within the log) and the recovery point.
+func (l *Log) restoreState(ckpt partitionCheckpoint, haveCkpt bool) error {
 	if haveCkpt {
 		l.checkpointed = ckpt
 	}
 	if err := l.rebuildProducersLocked(); err != nil {
-		return nil, err
+		return err
 	}
 	l.hw = min(max(ckpt.HighWatermark, l.logStart), l.leo)
 	l.recovery = partitionCheckpoint{RecoveryOffset: ckpt.RecoveryOffset, RecoverySegment: ckpt.RecoverySegment, RecoveryPosition: ckpt.RecoveryPosition}
-	if recovered {
-		// Everything scanned is valid now; make it durable (after a process
-		// kill it may still be only in the page cache) and move the recovery point.
-		l.dirDirty = true
-		if err := l.checkpointLocked(); err != nil && !l.deferOnFullDisk(err, deferredCheckpoint) {
-			return nil, err
-		}
-	}
-	return l, nil
+	return nil
 }
 
 func parseBase(name, suffix string) (int64, bool) {

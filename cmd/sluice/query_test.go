@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
-	"github.com/sluicehq/sluice/testdata/harness/hdfs"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -18,11 +18,7 @@ import (
 // hold 10, 20 and 30 records, committed through writers.Store as the
 // loader does.
 func queryWarehouse(t *testing.T) string {
-	root, err := hdfs.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := avro.ParseFiles(filepath.Join(root, "testdata", "writers", "pageview.avsc"))
+	schema, err := avro.Parse(fixtures.WritersPageView())
 	if err != nil {
 		t.Fatal(err)
 	}

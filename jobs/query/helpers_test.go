@@ -16,6 +16,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
@@ -28,12 +29,11 @@ func TestMain(m *testing.M) {
 	os.Exit(kafka.Main(m))
 }
 
+// loadSchema parses the writers' 12-field page view
+// (fixtures.WritersPageView) once: the datasets here are written as the
+// writers' tests write theirs.
 var loadSchema = sync.OnceValues(func() (avro.Schema, error) {
-	root, err := hdfs.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	return avro.ParseFiles(filepath.Join(root, "testdata", "writers", "pageview.avsc"))
+	return avro.Parse(fixtures.WritersPageView())
 })
 
 func pageViewSchema(tb testing.TB) avro.Schema {

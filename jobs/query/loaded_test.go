@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/jobs/jobcli"
-	"github.com/sluicehq/sluice/testdata/harness/hdfs"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
@@ -53,8 +53,10 @@ func TestLoadedBySluiceLoadRun(t *testing.T) {
 	defer cancel()
 	b := kafka.StartSluice(t)
 	schema := pageViewSchema(t)
-	root, _ := hdfs.RepoRoot()
-	schemaFile := filepath.Join(root, "testdata", "writers", "pageview.avsc")
+	schemaFile := filepath.Join(t.TempDir(), "pageview.avsc")
+	if err := os.WriteFile(schemaFile, []byte(fixtures.WritersPageView()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// 12,000 records over 4 hours (10:00 to 13:59) on 3 partitions.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -21,20 +21,14 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
-const schemaText = `{"type": "record", "name": "PageView", "namespace": "sluice.bench", "fields": [
-  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-  {"name": "user_id", "type": "long"},
-  {"name": "session_id", "type": "string"},
-  {"name": "url", "type": "string"},
-  {"name": "status", "type": "int"},
-  {"name": "referrer", "type": ["null", "string"], "default": null},
-  {"name": "user_agent", "type": "string"},
-  {"name": "duration_ms", "type": "int"}
-]}`
+// schemaText is the 8-field page view the load benchmark produces
+// (fixtures.LoadPageView, a projection of testdata/fixtures/pageview.avsc).
+var schemaText = fixtures.LoadPageView()
 
 func main() {
 	bootstrap := flag.String("bootstrap", "127.0.0.1:9092", "broker")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/sluicehq/sluice/testdata/fixtures"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
@@ -28,12 +29,20 @@ func main() {
 	partitions := flag.Int("partitions", 4, "topic partitions (written in parallel)")
 	perSplit := flag.Int64("split", 1_000_000, "records per split")
 	kind := flag.String("format", "parquet", "parquet, avro or jsonl")
-	schemaPath := flag.String("schema", "testdata/writers/pageview.avsc", "Avro schema of the records")
+	schemaPath := flag.String("schema", "", "Avro schema file of the records (default: the 12-field page view of testdata/fixtures)")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("querygen: -dir is required")
 	}
-	schema, err := avro.ParseFiles(*schemaPath)
+	schemaText := fixtures.WritersPageView()
+	if *schemaPath != "" {
+		b, err := os.ReadFile(*schemaPath)
+		if err != nil {
+			log.Fatal(err)
+		}
+		schemaText = string(b)
+	}
+	schema, err := avro.Parse(schemaText)
 	if err != nil {
 		log.Fatal(err)
 	}
