@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -395,16 +394,4 @@ func (c *schemaCache) get(m Mapper, in avro.Schema) (avro.Schema, error) {
 	c.in = append(c.in, in)
 	c.out = append(c.out, out)
 	return out, nil
-}
-
-func sortedSplits(s []inputformat.Split) {
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].Topic != s[j].Topic {
-			return s[i].Topic < s[j].Topic
-		}
-		if s[i].Partition != s[j].Partition {
-			return s[i].Partition < s[j].Partition
-		}
-		return s[i].Start < s[j].Start
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/jobs"
 )
 
 // Scheduler errors.
@@ -55,19 +56,12 @@ type TimePartition struct {
 	Location *time.Location
 }
 
-// RetryPolicy bounds the attempts of one task.
-type RetryPolicy struct {
-	// MaxAttempts is the number of attempts of a task, the first included
-	// (default 3).
-	MaxAttempts int
-	// Backoff is the wait before the second attempt; it doubles for each
-	// further attempt (default 1s).
-	Backoff time.Duration
-	// MaxBackoff caps the wait (default 1m).
-	MaxBackoff time.Duration
-}
+// RetryPolicy bounds the attempts of one task: the loader runner's
+// (jobs.RunTasks), with the scheduler's defaults (withRetryDefaults: 3
+// attempts, 1s doubling up to 1m).
+type RetryPolicy = jobs.RetryPolicy
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
+func withRetryDefaults(p RetryPolicy) RetryPolicy {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 3
 	}
@@ -78,15 +72,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxBackoff = time.Minute
 	}
 	return p
-}
-
-// wait is the backoff before attempt (2, 3, ...).
-func (p RetryPolicy) wait(attempt int) time.Duration {
-	d := p.Backoff
-	for i := 2; i < attempt && d < p.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, p.MaxBackoff)
 }
 
 // Task is the unit a worker runs: one split of the loader's plan, the

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/jobs"
 )
 
-// Run states.
+// Run states (a task's are the runner's: succeeded, failed, not-run).
 const (
 	StateRunning   = "running"
-	StateSucceeded = "succeeded"
-	StateFailed    = "failed"
+	StateSucceeded = jobs.TaskSucceeded
+	StateFailed    = jobs.TaskFailed
 	// StateAbandoned marks a run whose scheduler died before it ended and
 	// that no scheduler adopted; its committed tasks stand (the next run
 	// resumes from the checkpoint).
@@ -66,7 +67,7 @@ type TaskRecord struct {
 
 // Task states besides the run states.
 const (
-	TaskNotRun = "not-run" // an earlier range of its partition failed
+	TaskNotRun = jobs.TaskNotRun // an earlier range of its partition failed (or the run stopped first)
 )
 
 // historyDir is where a job's runs live under its output root.

@@ -468,7 +468,7 @@ func (s *Scheduler) parse(path string, data []byte) (Job, cron.Schedule, error) 
 	if err != nil {
 		return Job{}, nil, fmt.Errorf("%w: %s: %w", ErrJob, path, err)
 	}
-	job.Retry = job.Retry.withDefaults()
+	job.Retry = withRetryDefaults(job.Retry)
 	return job, sched, nil
 }
 
