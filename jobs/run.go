@@ -21,7 +21,10 @@ import (
 // split of its partition failed in the same run.
 var ErrPredecessorFailed = errors.New("jobs: an earlier split of the partition failed")
 
-// RunsDir holds the run reports: _sluice/runs/<run id>.json.
+// RunsDir is the one run-record folder of an output: the reports of the
+// loader's runs as _sluice/runs/<run id>.json, and the scheduler's run
+// history of each job in a folder of it, _sluice/runs/<job>/ (see
+// scheduler.History and the package doc).
 const RunsDir = "_sluice/runs"
 
 // Run plans the job and runs its tasks on a pool of Workers goroutines.

@@ -23,8 +23,9 @@
 //	  ▼
 //	history: <id>.running.json ──► Engine.Plan ──► [Tracker.Begin] ──► tasks
 //	                                                                    │
-//	  partitions in parallel, the ranges of one partition in order:     ▼
-//	  attempt 1..retry.max_attempts, backoff doubling (clock timers)  Dispatch
+//	  jobs.RunTasks (the loader's runner), ordered:                     ▼
+//	  partitions in parallel, the ranges of one partition in order,   Dispatch
+//	  attempt 1..retry.max_attempts, backoff doubling (clock timers)
 //	                                                                    │
 //	  completeness check ◄──────────────────────────────────────────────┘
 //	  history: <id>.json (state, records, lag, per-task reasons) ──► [Tracker.End]
@@ -43,8 +44,8 @@
 //
 // # Files under the job's output
 //
-//	_sluice/history/<job>/<run id>.running.json   a run in flight (created exclusively)
-//	_sluice/history/<job>/<run id>.json           an ended run (then .running is removed)
+//	_sluice/runs/<job>/<run id>.running.json      a run in flight (created exclusively)
+//	_sluice/runs/<job>/<run id>.json              an ended run (then .running is removed)
 //	_sluice/completeness/<job>/<seq %020d>.json   completeness state: manifest cursors,
 //	                                              pending counts, last marked directory
 //	dt=YYYY-MM-DD/hr=HH/_SUCCESS.json             {"records": n, "start", "end", "run", ...}
@@ -53,6 +54,14 @@
 // Run ids are "<scheduled time 20060102T150405Z>-<6 hex>", so they sort by
 // schedule. History and marker files are created exclusively and never
 // rewritten, through writers/filesystem, so they work on HDFS too.
+//
+// _sluice/runs is the output's one run-record folder: `sluice load run`
+// stores its reports there as _sluice/runs/<run id>.json (jobs.RunsDir),
+// the scheduler its history in the job's folder of it. Versions before
+// this layout kept the history in _sluice/history/<job>/ (same file names
+// and format): it is still read, so their runs list (`sluice runs list`)
+// and a run they left running is adopted or abandoned, but never written;
+// a run that ends is recorded under _sluice/runs/<job>/.
 //
 // # Completeness
 //
