@@ -104,7 +104,7 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Store.Clock == nil {
-		opts.Store.Clock = opts.Clock.Now
+		opts.Store.Clock = opts.Clock
 	}
 	if opts.Store.Logger == nil {
 		opts.Store.Logger = opts.Logger

@@ -112,7 +112,7 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		rec.Error = fmt.Sprintf("%d of %d tasks failed after their retries; the next run resumes from the checkpoint. %s",
 			len(failed), len(rec.Tasks), strings.Join(failed, "; "))
 	}
-	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock.Now}), job: job, log: log}
+	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock}), job: job, log: log}
 	marked, err := c.check(plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
 	rec.Complete = marked
 	if err != nil {
