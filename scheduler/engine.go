@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
 )
 
@@ -138,4 +139,13 @@ type Locker interface {
 // of the run (each call then opens its own and reports what fails).
 type RunHolder interface {
 	HoldJob(ctx context.Context, job Job) (release func(), err error)
+}
+
+// A ClockTaker is an Engine whose time can be the scheduler's: New hands
+// it Options.Clock, so that a scheduler on a clock.Manual drives the
+// loader's time too (attempt ids and leases, commit times, the job lock's
+// lease). LoaderEngine is one.
+type ClockTaker interface {
+	// TakeClock makes c the engine's clock, unless its own options name one.
+	TakeClock(c clock.Clock)
 }
