@@ -169,7 +169,28 @@ func (r *runner[R]) run(ctx context.Context) {
 		}()
 	}
 	inFlight := 0
+	ended := func(i int) {
+		inFlight--
+		res := r.out[i]
+		k := tpKey(res.Task.Topic, res.Task.Partition)
+		switch {
+		case res.State == TaskSucceeded && r.opts.Ordered && len(queues[k]) > 0:
+			ready = append(ready, queues[k][0])
+			queues[k] = queues[k][1:]
+		case res.State != TaskSucceeded:
+			delete(queues, k) // ordered: the later tasks of the partition are not run
+			if r.opts.StopOnFailure && !errors.Is(res.Err, ErrPredecessorFailed) {
+				cancel()
+			}
+		}
+	}
 	for len(ready) > 0 || inFlight > 0 {
+		select { // the tasks that ended first: a failure stops the run before more go out
+		case i := <-done:
+			ended(i)
+			continue
+		default:
+		}
 		var send chan int
 		if len(ready) > 0 && runCtx.Err() == nil {
 			send = work
@@ -186,19 +207,7 @@ func (r *runner[R]) run(ctx context.Context) {
 			ready = ready[1:]
 			inFlight++
 		case i := <-done:
-			inFlight--
-			res := r.out[i]
-			k := tpKey(res.Task.Topic, res.Task.Partition)
-			switch {
-			case res.State == TaskSucceeded && r.opts.Ordered && len(queues[k]) > 0:
-				ready = append(ready, queues[k][0])
-				queues[k] = queues[k][1:]
-			case res.State != TaskSucceeded:
-				delete(queues, k) // ordered: the later tasks of the partition are not run
-				if r.opts.StopOnFailure && !errors.Is(res.Err, ErrPredecessorFailed) {
-					cancel()
-				}
-			}
+			ended(i)
 		case <-runCtx.Done():
 			// Stop handing out; wait for the tasks in flight.
 			for ; inFlight > 0; inFlight-- {
