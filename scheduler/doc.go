@@ -82,10 +82,12 @@
 // # Concurrency
 //
 // Scheduler.Run's goroutine owns the tick loop; each run is a goroutine,
-// each partition of a run another. Scheduler.mu guards the job table, the
-// running and skipped maps and the open outputs; it is never held across
-// an Engine, Dispatcher or file-system call except for opening an output.
-// LoaderEngine.mu guards its table of held loaders and is never held
+// which hands its tasks to jobs.RunTasks's workers, one per partition of
+// the run (LocalPool then bounds the attempts a process runs at once,
+// across runs). Scheduler.mu guards the job table, the running and skipped
+// maps and the open outputs; it is never held across an Engine, Dispatcher
+// or file-system call except for opening an output. LoaderEngine.mu guards
+// its table of held loaders (and the clock it took) and is never held
 // across an open, a plan or a task: a job's first hold opens its loader
 // outside the lock (one job's unreachable output stalls only that job) and
 // the job's other holds and calls wait for that open.
