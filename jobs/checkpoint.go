@@ -162,7 +162,7 @@ func (l *Loader) RunIDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name, ".json") {
+		if !e.IsDir && strings.HasSuffix(e.Name, ".json") { // a folder is a scheduled job's (scheduler.History)
 			ids = append(ids, strings.TrimSuffix(e.Name, ".json"))
 		}
 	}

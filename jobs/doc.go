@@ -2,7 +2,8 @@
 // the Confluent framing and a schema registry, Avro with a schema file,
 // JSON typed by a schema or inferred, string, bytes), mappers (the Mapper
 // interface, a registry of named mappers, identity / select / where), the
-// runner (Loader: plan → tasks on a pool of workers → run report),
+// runner (RunTasks, the one of `sluice load run` and of the scheduler;
+// Loader.Run: plan → RunTasks on a pool of workers → run report),
 // checkpoints and replay.
 //
 //	JOB.yaml ─► LoadSpec ─► Open ─► Loader
@@ -10,7 +11,7 @@
 //	                                  │        + Preview (inputformat.Cut over ListOffsets; read only)
 //	                                  │        + Prepare (start records, skip commits)
 //	                                  ▼
-//	            splits ─► workers ─► RunTask: Reader [start, end) ─► Decoder ─► where ─► Mapper
+//	            splits ─► RunTasks ─► runTask: Reader [start, end) ─► Decoder ─► where ─► Mapper
 //	                                  ─► writers.SplitWriter (files under _sluice/tmp)
 //	                                  ─► wait for the partition's turn ─► Commit(reached)
 //	                                  ▼
@@ -19,6 +20,7 @@
 // # What jobs keeps in the output (beside the writers' commits)
 //
 //	_sluice/runs/<run id>.json                      run reports (a run id is also a checkpoint)
+//	_sluice/runs/<job>/<run id>[.running].json      the scheduler's runs of the job (scheduler.History)
 //	_sluice/start/<topic>/<partition>               where a partition never loaded starts (created once, exclusively)
 //	_sluice/schemas/<job>.avsc                      the JSON schema inferred once and then held
 //	_sluice/dead-letter/<t>/<p>/<start>.<attempt>.jsonl   dead letters; only the committed attempt's count
@@ -50,4 +52,21 @@
 // under a mutex, and each task makes its own mapper, reader and writer. The
 // turns of a run are guarded by one mutex; a waiting task renews its
 // attempt's lease. No lock is held across I/O.
+//
+// RunTasks: the caller's goroutine owns the queues of the tasks not yet
+// handed out and hands them to Workers goroutines over a channel; a task's
+// outcome is written only by the worker running it, and read by the owner
+// after that worker reported it done.
+//
+// # Runs
+//
+// RunTasks decides, for both its callers, how many tasks run at once, how
+// a failed task is retried (RetryPolicy, backoffs on the clock), the order
+// within a partition, cancellation and the per-task record (TaskOutcome):
+//
+//	                 workers      retries              within a partition        at a failure
+//	sluice load run  Workers (2)  none (one attempt)   read at once, commit in   the run stops
+//	                                                   turn (TurnFunc)
+//	scheduler        one per      retry: (3, 1s … 1m)  one after the other       the other partitions
+//	                 partition                         (Ordered: remote workers) go on
 package jobs

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +104,7 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Store.Clock == nil {
-		opts.Store.Clock = opts.Clock.Now
+		opts.Store.Clock = opts.Clock
 	}
 	if opts.Store.Logger == nil {
 		opts.Store.Logger = opts.Logger
@@ -395,16 +394,4 @@ func (c *schemaCache) get(m Mapper, in avro.Schema) (avro.Schema, error) {
 	c.in = append(c.in, in)
 	c.out = append(c.out, out)
 	return out, nil
-}
-
-func sortedSplits(s []inputformat.Split) {
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].Topic != s[j].Topic {
-			return s[i].Topic < s[j].Topic
-		}
-		if s[i].Partition != s[j].Partition {
-			return s[i].Partition < s[j].Partition
-		}
-		return s[i].Start < s[j].Start
-	})
 }

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,7 +21,10 @@ import (
 // split of its partition failed in the same run.
 var ErrPredecessorFailed = errors.New("jobs: an earlier split of the partition failed")
 
-// RunsDir holds the run reports: _sluice/runs/<run id>.json.
+// RunsDir is the one run-record folder of an output: the reports of the
+// loader's runs as _sluice/runs/<run id>.json, and the scheduler's run
+// history of each job in a folder of it, _sluice/runs/<job>/ (see
+// scheduler.History and the package doc).
 const RunsDir = "_sluice/runs"
 
 // Run plans the job and runs its tasks on a pool of Workers goroutines.
@@ -50,16 +53,11 @@ func (l *Loader) run(ctx context.Context, rep *RunReport) (*RunReport, error) {
 	if err := l.Prepare(ctx, plan); err != nil {
 		return rep, l.finish(rep, err)
 	}
-	tasks := interleave(plan.Splits)
-	turns := newTurns(plan.Partitions)
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var bar *progressbar.ProgressBar
 	if l.opts.Progress != nil {
 		bar = progressbar.NewOptions64(plan.Records(),
 			progressbar.OptionSetWriter(l.opts.Progress),
-			progressbar.OptionSetDescription(fmt.Sprintf("load %s: %d tasks", l.spec.Name, len(tasks))),
+			progressbar.OptionSetDescription(fmt.Sprintf("load %s: %d tasks", l.spec.Name, len(plan.Splits))),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rec"),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
@@ -68,78 +66,33 @@ func (l *Loader) run(ctx context.Context, rep *RunReport) (*RunReport, error) {
 			bar.Add64(n)
 		}
 	}
-
-	queue := make(chan inputformat.Split)
-	results := make([]TaskReport, 0, len(tasks))
-	var mu sync.Mutex // guards results and firstErr
+	// One attempt per task, the splits of a partition at once (each waits
+	// for its turn to commit), and the first failure stops the run: it is
+	// the run's error (the tasks it cancelled report their own).
+	var mu sync.Mutex // guards firstErr
 	var firstErr error
-	var wg sync.WaitGroup
-	for i := 0; i < min(l.opts.Workers, max(len(tasks), 1)); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range queue {
-				tr, err := l.runTask(runCtx, s, turns.wait, progress)
-				turns.finish(s, err)
-				mu.Lock()
-				results = append(results, tr)
-				if err != nil && firstErr == nil && !errors.Is(err, ErrPredecessorFailed) {
-					firstErr = err
-					cancel()
-				}
-				mu.Unlock()
+	results := RunTasks(ctx, plan.Splits, func(ctx context.Context, s Task, _ int, turn TurnFunc) (TaskReport, error) {
+		return l.runTask(ctx, s, turn, progress)
+	}, RunnerOptions[TaskReport]{Workers: l.opts.Workers, Clock: l.opts.Clock, StopOnFailure: true, Logger: l.log,
+		OnTaskEnd: func(o TaskResult[TaskReport]) {
+			mu.Lock()
+			defer mu.Unlock()
+			if o.Err != nil && firstErr == nil && !errors.Is(o.Err, ErrPredecessorFailed) {
+				firstErr = o.Err
 			}
-		}()
-	}
-dispatch:
-	for _, s := range tasks {
-		select {
-		case queue <- s:
-		case <-runCtx.Done():
-			break dispatch
-		}
-	}
-	close(queue)
-	wg.Wait()
+		}})
 	if bar != nil {
 		bar.Finish()
+	}
+	for _, r := range results {
+		if r.State != TaskNotRun { // the run stopped before a task not run: not in the report
+			rep.Tasks = append(rep.Tasks, r.Report)
+		}
 	}
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
-	rep.Tasks = results
 	return rep, l.finish(rep, firstErr)
-}
-
-// interleave orders splits round-robin over partitions, each partition's
-// splits in offset order (so a worker waiting for its turn always waits on
-// a split that was handed out earlier).
-func interleave(splits []inputformat.Split) []inputformat.Split {
-	s := append([]inputformat.Split(nil), splits...)
-	sortedSplits(s)
-	type key struct {
-		t string
-		p int32
-	}
-	var order []key
-	by := map[key][]inputformat.Split{}
-	for _, x := range s {
-		k := key{x.Topic, x.Partition}
-		if _, ok := by[k]; !ok {
-			order = append(order, k)
-		}
-		by[k] = append(by[k], x)
-	}
-	out := make([]inputformat.Split, 0, len(s))
-	for len(out) < len(s) {
-		for _, k := range order {
-			if q := by[k]; len(q) > 0 {
-				out = append(out, q[0])
-				by[k] = q[1:]
-			}
-		}
-	}
-	return out
 }
 
 // turns sequences the commits of each partition within a run.
@@ -159,6 +112,19 @@ func newTurns(parts []inputformat.PartitionPlan) *turns {
 	t := &turns{next: map[string]int64{}, failed: map[string]bool{}, done: map[string]map[int64]int64{}, changed: make(chan struct{})}
 	for _, p := range parts {
 		t.next[tpKey(p.Topic, p.Partition)] = p.Start
+	}
+	return t
+}
+
+// turnsOf returns the turns of a run's tasks: each partition's first
+// turn is its lowest start.
+func turnsOf(tasks []Task) *turns {
+	t := newTurns(nil)
+	for _, s := range tasks {
+		k := tpKey(s.Topic, s.Partition)
+		if next, ok := t.next[k]; !ok || s.Start < next {
+			t.next[k] = s.Start
+		}
 	}
 	return t
 }
@@ -306,16 +272,7 @@ func (l *Loader) finish(rep *RunReport, err error) error {
 		rep.Status = "failed"
 		rep.Errors = append(rep.Errors, err.Error())
 	}
-	sort.Slice(rep.Tasks, func(i, j int) bool {
-		a, b := rep.Tasks[i].Split, rep.Tasks[j].Split
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		return a.Start < b.Start
-	})
+	slices.SortFunc(rep.Tasks, func(a, b TaskReport) int { return compareTasks(a.Split, b.Split) })
 	idx := map[string]int{}
 	for _, p := range rep.Plan {
 		idx[tpKey(p.Topic, p.Partition)] = len(rep.Partitions)

@@ -84,9 +84,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// turnFunc waits until a split may commit (its predecessor committed).
-type turnFunc func(ctx context.Context, s inputformat.Split) error
-
 // RunTask reads the split, decodes, maps and writes its records, and
 // commits them. A split that another attempt committed is reported as
 // AlreadyCommitted. A split whose predecessor is not committed returns
@@ -131,7 +128,7 @@ func (l *Loader) storeTurn(_ context.Context, s inputformat.Split) error {
 // runTask runs one attempt of split s: it opens the attempt, reads the
 // split to its end through the record loop, waits for the partition's
 // turn and commits. turn nil checks the turn in the store.
-func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn turnFunc, progress func(int64)) (rep TaskReport, err error) {
+func (l *Loader) runTask(ctx context.Context, s inputformat.Split, turn TurnFunc, progress func(int64)) (rep TaskReport, err error) {
 	rep = TaskReport{Split: s, Started: l.opts.Clock.Now()}
 	defer func() {
 		rep.Duration = Duration(l.opts.Clock.Now().Sub(rep.Started))
@@ -298,7 +295,7 @@ func (t *taskRun) readAll(ctx context.Context, rd *inputformat.Reader, lease *at
 // commit closes the dead letters, waits for the partition's turn, checks
 // the job lock's fence and commits the attempt up to reached; the report
 // says whether this attempt's commit is the split's.
-func (t *taskRun) commit(ctx context.Context, reached int64, turn turnFunc, lease *attemptLease) error {
+func (t *taskRun) commit(ctx context.Context, reached int64, turn TurnFunc, lease *attemptLease) error {
 	if err := t.closeDeadLetters(); err != nil {
 		return err
 	}
@@ -335,7 +332,7 @@ func (t *taskRun) commit(ctx context.Context, reached int64, turn turnFunc, leas
 
 // waitTurn waits until s may commit, renewing the attempt's lease while it
 // waits.
-func waitTurn(ctx context.Context, s inputformat.Split, turn turnFunc, every time.Duration, keepAlive func() error) error {
+func waitTurn(ctx context.Context, s inputformat.Split, turn TurnFunc, every time.Duration, keepAlive func() error) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, every)
 		err := turn(wctx, s)

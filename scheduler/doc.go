@@ -23,8 +23,9 @@
 //	  ▼
 //	history: <id>.running.json ──► Engine.Plan ──► [Tracker.Begin] ──► tasks
 //	                                                                    │
-//	  partitions in parallel, the ranges of one partition in order:     ▼
-//	  attempt 1..retry.max_attempts, backoff doubling (clock timers)  Dispatch
+//	  jobs.RunTasks (the loader's runner), ordered:                     ▼
+//	  partitions in parallel, the ranges of one partition in order,   Dispatch
+//	  attempt 1..retry.max_attempts, backoff doubling (clock timers)
 //	                                                                    │
 //	  completeness check ◄──────────────────────────────────────────────┘
 //	  history: <id>.json (state, records, lag, per-task reasons) ──► [Tracker.End]
@@ -43,8 +44,8 @@
 //
 // # Files under the job's output
 //
-//	_sluice/history/<job>/<run id>.running.json   a run in flight (created exclusively)
-//	_sluice/history/<job>/<run id>.json           an ended run (then .running is removed)
+//	_sluice/runs/<job>/<run id>.running.json      a run in flight (created exclusively)
+//	_sluice/runs/<job>/<run id>.json              an ended run (then .running is removed)
 //	_sluice/completeness/<job>/<seq %020d>.json   completeness state: manifest cursors,
 //	                                              pending counts, last marked directory
 //	dt=YYYY-MM-DD/hr=HH/_SUCCESS.json             {"records": n, "start", "end", "run", ...}
@@ -53,6 +54,14 @@
 // Run ids are "<scheduled time 20060102T150405Z>-<6 hex>", so they sort by
 // schedule. History and marker files are created exclusively and never
 // rewritten, through writers/filesystem, so they work on HDFS too.
+//
+// _sluice/runs is the output's one run-record folder: `sluice load run`
+// stores its reports there as _sluice/runs/<run id>.json (jobs.RunsDir),
+// the scheduler its history in the job's folder of it. Versions before
+// this layout kept the history in _sluice/history/<job>/ (same file names
+// and format): it is still read, so their runs list (`sluice runs list`)
+// and a run they left running is adopted or abandoned, but never written;
+// a run that ends is recorded under _sluice/runs/<job>/.
 //
 // # Completeness
 //
@@ -73,10 +82,12 @@
 // # Concurrency
 //
 // Scheduler.Run's goroutine owns the tick loop; each run is a goroutine,
-// each partition of a run another. Scheduler.mu guards the job table, the
-// running and skipped maps and the open outputs; it is never held across
-// an Engine, Dispatcher or file-system call except for opening an output.
-// LoaderEngine.mu guards its table of held loaders and is never held
+// which hands its tasks to jobs.RunTasks's workers, one per partition of
+// the run (LocalPool then bounds the attempts a process runs at once,
+// across runs). Scheduler.mu guards the job table, the running and skipped
+// maps and the open outputs; it is never held across an Engine, Dispatcher
+// or file-system call except for opening an output. LoaderEngine.mu guards
+// its table of held loaders (and the clock it took) and is never held
 // across an open, a plan or a task: a job's first hold opens its loader
 // outside the lock (one job's unreachable output stalls only that job) and
 // the job's other holds and calls wait for that open.

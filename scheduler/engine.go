@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/jobs"
 )
 
 // Scheduler errors.
@@ -55,19 +57,12 @@ type TimePartition struct {
 	Location *time.Location
 }
 
-// RetryPolicy bounds the attempts of one task.
-type RetryPolicy struct {
-	// MaxAttempts is the number of attempts of a task, the first included
-	// (default 3).
-	MaxAttempts int
-	// Backoff is the wait before the second attempt; it doubles for each
-	// further attempt (default 1s).
-	Backoff time.Duration
-	// MaxBackoff caps the wait (default 1m).
-	MaxBackoff time.Duration
-}
+// RetryPolicy bounds the attempts of one task: the loader runner's
+// (jobs.RunTasks), with the scheduler's defaults (withRetryDefaults: 3
+// attempts, 1s doubling up to 1m).
+type RetryPolicy = jobs.RetryPolicy
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
+func withRetryDefaults(p RetryPolicy) RetryPolicy {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 3
 	}
@@ -78,15 +73,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxBackoff = time.Minute
 	}
 	return p
-}
-
-// wait is the backoff before attempt (2, 3, ...).
-func (p RetryPolicy) wait(attempt int) time.Duration {
-	d := p.Backoff
-	for i := 2; i < attempt && d < p.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, p.MaxBackoff)
 }
 
 // Task is the unit a worker runs: one split of the loader's plan, the
@@ -153,4 +139,13 @@ type Locker interface {
 // of the run (each call then opens its own and reports what fails).
 type RunHolder interface {
 	HoldJob(ctx context.Context, job Job) (release func(), err error)
+}
+
+// A ClockTaker is an Engine whose time can be the scheduler's: New hands
+// it Options.Clock, so that a scheduler on a clock.Manual drives the
+// loader's time too (attempt ids and leases, commit times, the job lock's
+// lease). LoaderEngine is one.
+type ClockTaker interface {
+	// TakeClock makes c the engine's clock, unless its own options name one.
+	TakeClock(c clock.Clock)
 }

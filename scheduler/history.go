@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/vfs"
+	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/writers"
 )
 
-// Run states.
+// Run states (a task's are the runner's: succeeded, failed, not-run).
 const (
 	StateRunning   = "running"
-	StateSucceeded = "succeeded"
-	StateFailed    = "failed"
+	StateSucceeded = jobs.TaskSucceeded
+	StateFailed    = jobs.TaskFailed
 	// StateAbandoned marks a run whose scheduler died before it ended and
 	// that no scheduler adopted; its committed tasks stand (the next run
 	// resumes from the checkpoint).
@@ -66,21 +68,30 @@ type TaskRecord struct {
 
 // Task states besides the run states.
 const (
-	TaskNotRun = "not-run" // an earlier range of its partition failed
+	TaskNotRun = jobs.TaskNotRun // an earlier range of its partition failed (or the run stopped first)
 )
 
-// historyDir is where a job's runs live under its output root.
-func historyDir(job string) string { return path.Join("_sluice", "history", job) }
+// runsDir is where a job's scheduled runs live under its output root: a
+// folder, named for the job, of the one run-record folder (jobs.RunsDir),
+// beside the reports of `sluice load run` (see the package doc).
+func runsDir(job string) string { return path.Join(jobs.RunsDir, job) }
+
+// legacyHistoryDir is where versions before the one run-record folder kept
+// a job's scheduled runs: read (so their runs still list), never written.
+func legacyHistoryDir(job string) string { return path.Join(writers.SluiceDir, "history", job) }
 
 // History is the run history of one job on its output file system:
 //
-//	_sluice/history/<job>/<run id>.running.json   written when the run starts
-//	_sluice/history/<job>/<run id>.json           written when it ends (then the
-//	                                           .running file is removed)
+//	_sluice/runs/<job>/<run id>.running.json   written when the run starts
+//	_sluice/runs/<job>/<run id>.json           written when it ends (then the
+//	                                         .running file is removed)
 //
 // Run ids start with the scheduled time (20060102T150405Z), so names sort
 // by schedule. Both files are created exclusively and never rewritten, so
-// a crash leaves either the start record or the end record readable.
+// a crash leaves either the start record or the end record readable. The
+// records an earlier version wrote under _sluice/history/<job>/ (same
+// names, same format) are read too; a run of theirs that ends now (adopted
+// or abandoned) ends in _sluice/runs/<job>/.
 type History struct {
 	fs  vfs.FS
 	job string
@@ -95,7 +106,7 @@ func (h *History) write(name string, r RunRecord) error {
 	if err != nil {
 		return err
 	}
-	dir := historyDir(h.job)
+	dir := runsDir(h.job)
 	if err := h.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
 	}
@@ -108,60 +119,95 @@ func (h *History) write(name string, r RunRecord) error {
 // Start records a run as running.
 func (h *History) Start(r RunRecord) error { return h.write(r.ID+".running.json", r) }
 
-// Finish records a run's end and drops its running record.
+// Finish records a run's end and drops its running record (in either
+// folder).
 func (h *History) Finish(r RunRecord) error {
 	if err := h.write(r.ID+".json", r); err != nil {
 		return err
 	}
-	return h.fs.Remove(path.Join(historyDir(h.job), r.ID+".running.json"))
+	for _, dir := range []string{runsDir(h.job), legacyHistoryDir(h.job)} {
+		if err := h.fs.Remove(path.Join(dir, r.ID+".running.json")); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+			return fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
+		}
+	}
+	return nil
+}
+
+// recordFile is one run's record file found by List.
+type recordFile struct {
+	dir     string
+	running bool // <id>.running.json
 }
 
 // List returns the job's runs, oldest first; a run with only a start record
-// is listed with its recorded state (running).
+// is listed with its recorded state (running). Of the records of one run,
+// an end record wins over a start record, and the current folder's over
+// the legacy one's.
 func (h *History) List() ([]RunRecord, error) {
-	dir := historyDir(h.job)
-	ents, err := h.fs.List(dir)
-	if errors.Is(err, vfs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
-	}
-	ended := map[string]bool{}
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name, ".json") && !strings.HasSuffix(e.Name, ".running.json") {
-			ended[strings.TrimSuffix(e.Name, ".json")] = true
-		}
-	}
-	var out []RunRecord
-	for _, e := range ents {
-		if e.IsDir || !strings.HasSuffix(e.Name, ".json") {
-			continue
-		}
-		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && ended[id] {
-			continue
-		}
-		b, err := vfs.ReadFile(h.fs, path.Join(dir, e.Name))
-		if id, ok := strings.CutSuffix(e.Name, ".running.json"); ok && errors.Is(err, vfs.ErrNotExist) {
-			// The run ended since the listing: its end record exists now.
-			b, err = vfs.ReadFile(h.fs, path.Join(dir, id+".json"))
-		}
+	files := map[string]recordFile{} // by run id: the record to read
+	for _, dir := range []string{legacyHistoryDir(h.job), runsDir(h.job)} {
+		ents, err := h.fs.List(dir)
 		if errors.Is(err, vfs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
 		}
-		var r RunRecord
-		if err := json.Unmarshal(b, &r); err != nil {
-			// A record torn by a crash while it was written: skip it, the
-			// other records still tell the story.
-			continue
+		for _, e := range ents {
+			if e.IsDir || !strings.HasSuffix(e.Name, ".json") {
+				continue
+			}
+			id, running := strings.CutSuffix(e.Name, ".running.json")
+			if !running {
+				id = strings.TrimSuffix(e.Name, ".json")
+			}
+			if cur, ok := files[id]; ok && running && !cur.running {
+				continue // ended already
+			}
+			files[id] = recordFile{dir: dir, running: running}
 		}
-		out = append(out, r)
+	}
+	var out []RunRecord
+	for id, f := range files {
+		r, ok, err := h.read(id, f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, r)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// read reads one run's record; ok is false for a record gone or torn.
+func (h *History) read(id string, f recordFile) (RunRecord, bool, error) {
+	name := id + ".json"
+	if f.running {
+		name = id + ".running.json"
+	}
+	b, err := vfs.ReadFile(h.fs, path.Join(f.dir, name))
+	if f.running && errors.Is(err, vfs.ErrNotExist) {
+		// The run ended since the listing: its end record exists now.
+		b, err = vfs.ReadFile(h.fs, path.Join(runsDir(h.job), id+".json"))
+		if errors.Is(err, vfs.ErrNotExist) && f.dir != runsDir(h.job) {
+			b, err = vfs.ReadFile(h.fs, path.Join(f.dir, id+".json")) // ended by a previous version
+		}
+	}
+	if errors.Is(err, vfs.ErrNotExist) {
+		return RunRecord{}, false, nil
+	}
+	if err != nil {
+		return RunRecord{}, false, fmt.Errorf("scheduler: run history of %s: %w", h.job, err)
+	}
+	var r RunRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		// A record torn by a crash while it was written: skip it, the
+		// other records still tell the story.
+		return RunRecord{}, false, nil
+	}
+	return r, true, nil
 }
 
 // Last returns the newest run (ok false when there is none).

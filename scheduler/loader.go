@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
 )
@@ -28,12 +29,22 @@ type LoaderEngine struct {
 	budgetOnce sync.Once
 	budget     *writers.MemoryBudget // set once by options
 
-	mu   sync.Mutex
-	held map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
+	mu    sync.Mutex
+	held  map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
+	clock clock.Clock                // guarded by mu: the scheduler's (TakeClock), for Options.Clock nil
+}
+
+// TakeClock makes c the clock of the loaders the engine opens from now on,
+// unless Options.Clock names one (the scheduler calls it from New).
+func (e *LoaderEngine) TakeClock(c clock.Clock) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.clock = c
 }
 
 // options returns the Options a loader of the engine opens with: the
-// engine's, with the one memory budget its loaders share.
+// engine's, with the one memory budget its loaders share and, when they
+// name no clock, the scheduler's.
 func (e *LoaderEngine) options() jobs.Options {
 	e.budgetOnce.Do(func() {
 		if e.budget = e.Options.MemoryBudget; e.budget == nil {
@@ -42,6 +53,11 @@ func (e *LoaderEngine) options() jobs.Options {
 	})
 	opts := e.Options
 	opts.MemoryBudget = e.budget
+	if opts.Clock == nil {
+		e.mu.Lock()
+		opts.Clock = e.clock
+		e.mu.Unlock()
+	}
 	return opts
 }
 

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
 )
 
@@ -112,7 +112,7 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		rec.Error = fmt.Sprintf("%d of %d tasks failed after their retries; the next run resumes from the checkpoint. %s",
 			len(failed), len(rec.Tasks), strings.Join(failed, "; "))
 	}
-	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock.Now}), job: job, log: log}
+	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock}), job: job, log: log}
 	marked, err := c.check(plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
 	rec.Complete = marked
 	if err != nil {
@@ -157,76 +157,38 @@ func (s *Scheduler) finish(ctx context.Context, hist *History, job Job, rec RunR
 	}
 }
 
-// runTasks runs the tasks: the partitions in parallel, the ranges of one
-// partition in order (a manifest may only continue the partition's chain),
-// each task retried with exponential backoff up to the job's MaxAttempts.
-// After a range fails for good, the later ranges of its partition are not
-// run.
+// runTasks runs the tasks on the loader's runner (jobs.RunTasks), each
+// attempt through the Dispatcher: the partitions in parallel, the ranges
+// of one partition in order (a manifest may only continue the partition's
+// chain, and a worker elsewhere cannot wait for its turn here), each task
+// retried with exponential backoff on the scheduler's clock up to the
+// job's MaxAttempts. After a range fails for good, the later ranges of its
+// partition are not run; the other partitions go on.
 func (s *Scheduler) runTasks(ctx context.Context, run RunRef, job Job, tasks []Task, log *slog.Logger) []TaskRecord {
-	out := make([]TaskRecord, len(tasks))
-	byPartition := map[string][]int{}
-	var order []string
-	for i, t := range tasks {
-		k := t.Topic + "/" + strconv.Itoa(int(t.Partition))
-		if byPartition[k] == nil {
-			order = append(order, k)
-		}
-		byPartition[k] = append(byPartition[k], i)
-		out[i] = TaskRecord{Task: t, State: TaskNotRun}
-	}
-	var wg sync.WaitGroup
-	for _, k := range order {
-		wg.Add(1)
-		go func(idx []int) {
-			defer wg.Done()
-			for _, i := range idx {
-				out[i] = s.runTask(ctx, run, job, tasks[i], log)
-				if out[i].State != StateSucceeded {
-					return
-				}
+	results := jobs.RunTasks(ctx, tasks, func(ctx context.Context, task Task, attempt int, _ jobs.TurnFunc) (TaskReport, error) {
+		return s.opts.Dispatcher.Dispatch(ctx, run, job, task, attempt)
+	}, jobs.RunnerOptions[TaskReport]{Retry: job.Retry, Clock: s.clock, Ordered: true, Logger: log,
+		OnAttempt: func(_ Task, _ int, d time.Duration, err error) { s.opts.Metrics.taskAttempt(job.Name, err == nil, d) },
+		OnTaskEnd: func(r jobs.TaskResult[TaskReport]) {
+			if s.opts.OnTaskEnd != nil {
+				s.opts.OnTaskEnd(run, taskRecord(r))
 			}
-		}(byPartition[k])
+		}})
+	out := make([]TaskRecord, len(results))
+	for i, r := range results {
+		out[i] = taskRecord(r)
 	}
-	wg.Wait()
 	return out
 }
 
-func (s *Scheduler) runTask(ctx context.Context, run RunRef, job Job, task Task, log *slog.Logger) TaskRecord {
-	log = log.With("task", task.ID())
-	rec := TaskRecord{Task: task}
-	start := s.clock.Now()
-	for attempt := 1; ; attempt++ {
-		rec.Attempts = attempt
-		t0 := s.clock.Now()
-		rep, err := s.opts.Dispatcher.Dispatch(ctx, run, job, task, attempt)
-		s.opts.Metrics.taskAttempt(job.Name, err == nil, s.clock.Now().Sub(t0))
-		if err == nil {
-			rec.State, rec.TaskReport, rec.Error = StateSucceeded, rep, ""
-			log.Debug("task committed", "attempt", attempt, "records", rep.Records, "committed", rep.Committed)
-			break
-		}
-		rec.Error = err.Error()
-		if ctx.Err() != nil {
-			rec.State = StateFailed
-			break
-		}
-		if attempt >= job.Retry.MaxAttempts {
-			rec.State = StateFailed
-			log.Error("task failed for good", "attempts", attempt, "err", err)
-			break
-		}
-		wait := job.Retry.wait(attempt + 1)
-		log.Warn("task attempt failed; retrying", "attempt", attempt, "backoff", wait, "err", err)
-		t := s.clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-		}
+// taskRecord is the run history's record of a task's outcome.
+func taskRecord(r jobs.TaskResult[TaskReport]) TaskRecord {
+	rec := TaskRecord{Task: r.Task, State: r.State, Attempts: r.Attempts, Millis: r.Duration.Milliseconds()}
+	if r.Err != nil {
+		rec.Error = r.Err.Error()
 	}
-	rec.Millis = s.clock.Now().Sub(start).Milliseconds()
-	if s.opts.OnTaskEnd != nil {
-		s.opts.OnTaskEnd(run, rec)
+	if r.State == StateSucceeded {
+		rec.TaskReport = r.Report
 	}
 	return rec
 }

@@ -135,7 +135,7 @@ func TestLoopNeverRunsBackToBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.closeOutputs()
-			s.jobs["j"] = &jobState{job: Job{Name: "j", Output: "file://" + t.TempDir(), Retry: RetryPolicy{}.withDefaults()},
+			s.jobs["j"] = &jobState{job: Job{Name: "j", Output: "file://" + t.TempDir(), Retry: withRetryDefaults(RetryPolicy{})},
 				schedule: c.sched, next: clock.Now()}
 			ctx := context.Background()
 			for i := 0; i < 600; i++ {

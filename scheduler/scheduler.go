@@ -61,6 +61,7 @@ type Options struct {
 	// Tracker shares runs in flight with standby schedulers (optional).
 	Tracker RunTracker
 	// Clock is the time source (nil = clock.Real; tests pass a clock.Manual).
+	// An Engine that is a ClockTaker (LoaderEngine) is given it too.
 	Clock clock.Clock
 	// ScanInterval is how often JobsDir is rescanned (default 5s).
 	ScanInterval time.Duration
@@ -125,6 +126,9 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: --jobs %s is not a readable directory of job specs", ErrJob, opts.JobsDir)
 	}
 	opts.Clock = clock.OrReal(opts.Clock)
+	if ct, ok := opts.Engine.(ClockTaker); ok {
+		ct.TakeClock(opts.Clock) // the loader's time is the scheduler's
+	}
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = 5 * time.Second
 	}
@@ -468,7 +472,7 @@ func (s *Scheduler) parse(path string, data []byte) (Job, cron.Schedule, error) 
 	if err != nil {
 		return Job{}, nil, fmt.Errorf("%w: %s: %w", ErrJob, path, err)
 	}
-	job.Retry = job.Retry.withDefaults()
+	job.Retry = withRetryDefaults(job.Retry)
 	return job, sched, nil
 }
 

@@ -60,7 +60,7 @@ func (s *Store) origin(topic string, partition int32, start int64) (*Origin, err
 	if len(starts) > 0 {
 		start = starts[0]
 	}
-	o = &Origin{Topic: topic, Partition: partition, Start: start, Created: s.opts.Clock().UTC()}
+	o = &Origin{Topic: topic, Partition: partition, Start: start, Created: s.opts.Clock.Now().UTC()}
 	data, err := o.encode()
 	if err != nil {
 		return nil, err

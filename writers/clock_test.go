@@ -9,13 +9,12 @@ import (
 )
 
 // TestWaitUsesInjectedClock: a commit that finds a torn manifest waits
-// ManifestWait for it on the store's clock and sleeper, not the wall clock:
+// ManifestWait for it on the store's clock (its timers), not the wall clock:
 // here 30 s pass on the test clock in a few backoff steps, at once.
 func TestWaitUsesInjectedClock(t *testing.T) {
 	mem := vfs.Durable(vfs.NewMem())
-	c := &testClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	sleeps := 0
-	store := NewStore(mem, StoreOptions{Clock: c.Now, Sleep: func(d time.Duration) { sleeps++; c.Sleep(d) }, ManifestWait: 30 * time.Second})
+	c := newTestClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := NewStore(mem, StoreOptions{Clock: c, ManifestWait: 30 * time.Second})
 	sp := Split{Topic: "pv", Partition: 0, Start: 10, End: 20}
 	if _, err := store.origin("pv", 0, 10); err != nil {
 		t.Fatal(err)
@@ -23,11 +22,11 @@ func TestWaitUsesInjectedClock(t *testing.T) {
 	if err := mem.WriteExclusive(ManifestPath("pv", 0, 10), []byte("sluice-manifest 2 crc32c=")); err != nil {
 		t.Fatal(err)
 	}
-	start := c.now
+	start := c.Now()
 	if _, err := runSplit(store, sp, chainCfg, nil); !errors.Is(err, ErrCommitUnknown) {
 		t.Fatalf("commit over a torn manifest: %v", err)
 	}
-	if waited := c.now.Sub(start); waited < 30*time.Second || sleeps > 100 {
+	if waited, sleeps := c.Now().Sub(start), c.waits.Load(); waited < 30*time.Second || sleeps > 100 {
 		t.Fatalf("waited %s on the test clock in %d sleeps", waited, sleeps)
 	}
 }
@@ -37,8 +36,8 @@ func TestWaitUsesInjectedClock(t *testing.T) {
 // TornGrace; a fresh one (maybe being written) is left.
 func TestRecoverRemovesManifestTemps(t *testing.T) {
 	fs := localFS(t)
-	c := &testClock{now: time.Now()}
-	store := NewStore(fs, StoreOptions{Clock: c.Now, Sleep: c.Sleep})
+	c := newTestClock(time.Now())
+	store := NewStore(fs, StoreOptions{Clock: c})
 	dir := partDir(commitsDir, "pv", 0)
 	if err := fs.MkdirAll(dir); err != nil {
 		t.Fatal(err)

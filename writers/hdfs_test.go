@@ -82,10 +82,8 @@ func TestHDFSAttemptsRace(t *testing.T) {
 // loaded once.
 func TestHDFSTornManifest(t *testing.T) {
 	fs := hdfsFS(t)
-	clock := time.Now()
-	now := func() time.Time { return clock }
-	sleep := func(d time.Duration) { clock = clock.Add(d) }
-	store := NewStore(fs, StoreOptions{Clock: now, Sleep: sleep, Lease: time.Minute, TornGrace: 5 * time.Minute, ManifestWait: 100 * time.Millisecond})
+	c := newTestClock(time.Now())
+	store := NewStore(fs, StoreOptions{Clock: c, Lease: time.Minute, TornGrace: 5 * time.Minute, ManifestWait: 100 * time.Millisecond})
 	// A dead attempt: its files and the first half of its manifest.
 	w, err := NewSplitWriter(store, workload, workloadConfig(t))
 	if err != nil {
@@ -127,7 +125,7 @@ func TestHDFSTornManifest(t *testing.T) {
 	// After the grace the torn writer is presumed dead: its manifest goes
 	// aside, its attempt (lease expired) is removed, and the second
 	// attempt's commit is completed from its intent.
-	clock = clock.Add(time.Hour)
+	c.Advance(time.Hour)
 	rep, err = store.Recover(workload.Topic, workload.Partition)
 	if err != nil || len(rep.TornMovedAway) != 1 || len(rep.RolledForward) != 1 || len(rep.Discarded) != 1 {
 		t.Fatalf("recover after grace: %+v %v", rep, err)

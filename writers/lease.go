@@ -33,7 +33,7 @@ const (
 // wrapping ErrAttemptExpired means recovery already took the attempt.
 func (a *Attempt) Renew() error {
 	s := a.store
-	now := s.opts.Clock()
+	now := s.opts.Clock.Now()
 	expiry := now.Add(s.opts.Lease)
 	name := path.Join(a.dir, fmt.Sprintf("%s%020d", leasePrefix, expiry.UnixMilli()))
 	if name == a.lease {
@@ -62,7 +62,7 @@ func (a *Attempt) Renew() error {
 
 // renewIfDue renews the lease once a third of it has passed.
 func (a *Attempt) renewIfDue() error {
-	if a.store.opts.Clock().Before(a.renewAt) {
+	if a.store.opts.Clock.Now().Before(a.renewAt) {
 		return nil
 	}
 	return a.Renew()

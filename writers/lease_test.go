@@ -3,27 +3,40 @@ package writers
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/faults"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
-// testClock is an injected clock tests move by hand.
-type testClock struct{ now time.Time }
+// testClock is a clock.Manual tests move by hand (Advance); a wait on it
+// (the store's backoff between re-reads) moves it by the wait at once, so
+// the store waits out its deadlines without wall time passing.
+type testClock struct {
+	*clock.Manual
+	waits atomic.Int64 // timers made: the store's waits
+}
 
-func (c *testClock) Now() time.Time          { return c.now }
-func (c *testClock) Sleep(d time.Duration)   { c.now = c.now.Add(d) }
-func (c *testClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+func newTestClock(now time.Time) *testClock { return &testClock{Manual: clock.NewManual(now)} }
+
+// NewTimer returns a timer of d that has fired: the clock moved d.
+func (c *testClock) NewTimer(d time.Duration) clock.Timer {
+	c.waits.Add(1)
+	t := c.Manual.NewTimer(d)
+	c.Manual.Advance(d)
+	return t
+}
 
 // leaseStore is a store whose attempts hold a one-minute lease, on a clock
 // two hours ahead of the files' modification times (so a judge by mtime
 // would call every attempt dead).
 func leaseStore(t *testing.T) (*Store, *testClock) {
-	c := &testClock{now: time.Now().Add(2 * time.Hour)}
-	return NewStore(localFS(t), StoreOptions{Clock: c.Now, Sleep: c.Sleep, Lease: time.Minute}), c
+	c := newTestClock(time.Now().Add(2 * time.Hour))
+	return NewStore(localFS(t), StoreOptions{Clock: c, Lease: time.Minute}), c
 }
 
 // writeAll writes the whole split through w, moving the clock by step
@@ -147,7 +160,7 @@ func TestIntentCompletedByRecover(t *testing.T) {
 	inj := faults.Filter(faults.OnIndex(0), faults.Ops(faults.WriteExclusive), faults.PathHasPrefix("_sluice/commits/pageviews/2/0"))
 	store := NewStore(vfs.NewFaulty(mem, inj), StoreOptions{})
 	w, _ := NewSplitWriter(store, workload, workloadConfig(t))
-	writeAll(t, w, &testClock{}, 0)
+	writeAll(t, w, newTestClock(time.Time{}), 0)
 	if _, err := w.Commit(workload.End); !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, faults.ErrInjected) {
 		t.Fatalf("commit: %v", err)
 	}
@@ -168,7 +181,7 @@ func TestIntentCompletedByRecover(t *testing.T) {
 // (carried in its ID) has passed.
 func TestRecoverSparesNewbornAttempt(t *testing.T) {
 	store, c := leaseStore(t)
-	id := c.now.UTC().Format(attemptTimeLayout) + "-00ff00ff00ff00ff"
+	id := c.Now().UTC().Format(attemptTimeLayout) + "-00ff00ff00ff00ff"
 	dir := attemptDir(workload.Topic, workload.Partition, workload.Start, id)
 	if err := store.FS().MkdirAll(dir); err != nil {
 		t.Fatal(err)

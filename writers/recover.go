@@ -50,7 +50,7 @@ func (s *Store) Recover(topic string, partition int32) (RecoveryReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("writers: recover %s/%d: %w", topic, partition, err)
 	}
-	now := s.opts.Clock()
+	now := s.opts.Clock.Now()
 	for _, st := range starts {
 		start, ok := parseStart(st.Name)
 		if !st.IsDir || !ok {
@@ -228,7 +228,7 @@ func (s *Store) removeStaleTemps(topic string, partition int32) error {
 	if err != nil {
 		return err
 	}
-	now := s.opts.Clock()
+	now := s.opts.Clock.Now()
 	for _, e := range ents {
 		if !e.IsDir && strings.Contains(e.Name, ".tmp-") && (s.opts.TornGrace < 0 || now.Sub(e.ModTime) >= s.opts.TornGrace) {
 			if err := s.fs.Remove(path.Join(dir, e.Name)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/mutate"
 	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -59,12 +60,10 @@ func validateSplit(s Split) error {
 
 // StoreOptions tune a Store; zero values are the defaults.
 type StoreOptions struct {
-	// Clock returns the current time (default time.Now). The store reads
-	// time only through it.
-	Clock func() time.Time
-	// Sleep waits between re-reads of a manifest still being written
-	// (default time.Sleep). A test clock advances itself here.
-	Sleep func(time.Duration)
+	// Clock is the store's time (nil: clock.Real): it reads the time and
+	// waits between re-reads of a manifest still being written only
+	// through it (tests pass a clock.Manual and advance it).
+	Clock clock.Clock
 	// Lease is how long an attempt's lease lasts unless renewed (default
 	// 10m; attempts renew it every third of that). Recover removes an
 	// attempt that never committed only once its lease expired, so a live
@@ -91,12 +90,7 @@ type Store struct {
 
 // NewStore returns a Store on fs.
 func NewStore(fs vfs.FS, opts StoreOptions) *Store {
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.Sleep == nil {
-		opts.Sleep = time.Sleep
-	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.Lease == 0 {
 		opts.Lease = 10 * time.Minute
 	}
@@ -140,7 +134,7 @@ func (s *Store) NewAttempt(split Split) (*Attempt, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	id := s.opts.Clock().UTC().Format(attemptTimeLayout) + "-" + hex.EncodeToString(b[:])
+	id := s.opts.Clock.Now().UTC().Format(attemptTimeLayout) + "-" + hex.EncodeToString(b[:])
 	a := &Attempt{store: s, split: split, id: id,
 		dir: attemptDir(split.Topic, split.Partition, split.Start, id), made: map[string]bool{}}
 	// Another attempt's cleanup may remove the split's empty directory
@@ -236,7 +230,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	}
 	m := &Manifest{
 		Version: ManifestVersion, Topic: a.split.Topic, Partition: a.split.Partition,
-		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock().UTC(),
+		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock.Now().UTC(),
 		Files: files,
 	}
 	for _, f := range files {
@@ -316,14 +310,14 @@ func (s *Store) awaitManifest(p string) (*Manifest, error) {
 // ManifestWait passed (on HDFS a record is written in place and may be
 // read while its writer is still writing it).
 func await[T any](s *Store, read func() (T, error)) (T, error) {
-	deadline := s.opts.Clock().Add(s.opts.ManifestWait)
+	deadline := s.opts.Clock.Now().Add(s.opts.ManifestWait)
 	wait := 5 * time.Millisecond
 	for {
 		v, err := read()
-		if !errors.Is(err, ErrTornManifest) || !s.opts.Clock().Before(deadline) {
+		if !errors.Is(err, ErrTornManifest) || !s.opts.Clock.Now().Before(deadline) {
 			return v, err
 		}
-		s.opts.Sleep(wait) // backoff against the file system
+		<-s.opts.Clock.NewTimer(wait).C() // backoff against the file system
 		wait = min(2*wait, 500*time.Millisecond)
 	}
 }

@@ -37,7 +37,7 @@ func (s *Store) Withdraw(topic string, partition int32, from int64) ([]*Manifest
 		return nil, "", err
 	}
 	if work == "" {
-		id := fmt.Sprintf("%020d-%s", from, s.opts.Clock().UTC().Format("20060102T150405.000000000Z"))
+		id := fmt.Sprintf("%020d-%s", from, s.opts.Clock.Now().UTC().Format("20060102T150405.000000000Z"))
 		work = path.Join(base, id+unfinished)
 		if err := s.fs.MkdirAll(work); err != nil {
 			return nil, "", err

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/history"
 	"github.com/sluicehq/sluice/internal/mutate"
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -248,8 +249,8 @@ func reapedAttemptCommits(t *testing.T) history.History {
 	ifs := &interleaveFS{FS: fsys, manifest: writers.ManifestPath(topic, 0, 0),
 		reaped: make(chan struct{}), claimed: make(chan struct{}), removed: make(chan struct{})}
 	now := time.Now()
-	store := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: func() time.Time { return now }})
-	late := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: func() time.Time { return now.Add(time.Hour) }})
+	store := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: clock.NewManual(now)})
+	late := writers.NewStore(ifs, writers.StoreOptions{Lease: time.Minute, Clock: clock.NewManual(now.Add(time.Hour))})
 	w, err := writers.NewSplitWriter(store, writers.Split{Topic: topic, Start: 0, End: 15}, writers.Config{Format: format.Options{Kind: format.JSONLines, MetadataColumns: true}})
 	if err != nil {
 		t.Fatal(err)
