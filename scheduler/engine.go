@@ -135,8 +135,10 @@ type Locker interface {
 // loader: the source client and the output file system) open for the
 // length of a run, so that the run's Plan, LockJob and in-process RunTask
 // calls reuse it instead of opening their own. The scheduler holds it
-// from the start of a run to its end; a hold that fails is not an error
-// of the run (each call then opens its own and reports what fails).
+// from the start of a run to its end, a cluster worker from the run's
+// first task on it to the run's end (or an idle timeout); a hold that
+// fails is not an error of the run (each call then opens its own and
+// reports what fails).
 type RunHolder interface {
 	HoldJob(ctx context.Context, job Job) (release func(), err error)
 }

@@ -16,8 +16,9 @@ import (
 // specs are the loader's, tasks are its splits, and each task commits
 // through its exclusive manifests. It is a RunHolder: the scheduler holds
 // a job's loader (its source client and output file system) open for the
-// length of a run, and the run's Plan, LockJob and RunTask calls share it;
-// a call outside a hold (a worker's task) opens and closes its own.
+// length of a run, and the run's Plan, LockJob and RunTask calls share it
+// (a `sluice worker` holds it the same way for the run's tasks it runs,
+// scheduler/cluster); a call outside a hold opens and closes its own.
 type LoaderEngine struct {
 	// Options are handed to jobs.Open for each plan and task (Workers and
 	// Progress do not apply). With Options.MemoryBudget nil, the engine

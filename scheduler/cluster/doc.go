@@ -36,6 +36,12 @@
 //     exclusively too; the first one stands.
 //  5. When a run ends the leader deletes its nodes.
 //
+// A worker parses a run's spec once and holds the job's loader (one source
+// client, one output file system) for all the run's tasks it runs; it
+// releases the hold when /runs/<id> is gone, or after
+// WorkerOptions.HoldIdle of its clock with none of the run's tasks running
+// (a leader that died before ending the run).
+//
 // Leadership is not fenced in ZooKeeper: for up to a session timeout an
 // old leader may still dispatch while a new one adopts. That can run a task
 // twice, never commit it twice (point 4).

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -26,11 +28,25 @@ type WorkerOptions struct {
 	Tasks   int
 	Logger  *slog.Logger
 	Metrics *scheduler.Metrics
+	// HoldIdle is how long the worker keeps a run's parsed job and loader
+	// (see RunWorker) once none of the run's tasks is running on it, when
+	// the run is not seen to end first (default 1m).
+	HoldIdle time.Duration
+	// Clock times HoldIdle (nil: the real clock). ZooKeeper retries and
+	// the queue's safety-net poll stay on the real clock: they are network
+	// backoffs.
+	Clock clock.Clock
 }
 
 // RunWorker registers a worker and runs the tasks it claims until ctx
 // ends. A session that expires is replaced by a new one (the tasks still
 // running finish; their claims are gone, so others may run them too).
+//
+// The tasks of one run share what the engine opens for a job: the worker
+// parses a run's spec once, holds the job (scheduler.RunHolder: for the
+// loader, one source client and one output file system) from the run's
+// first task on this worker, and releases it when the run has ended
+// (its /runs node is gone) or after HoldIdle with none of its tasks here.
 func RunWorker(ctx context.Context, opts WorkerOptions) error {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 10 * time.Second
@@ -45,8 +61,12 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 		host, _ := os.Hostname()
 		opts.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	if opts.HoldIdle <= 0 {
+		opts.HoldIdle = time.Minute
+	}
 	w := &worker{opts: opts, log: opts.Logger.With("worker", opts.Name), running: map[string]bool{},
-		done: make(chan string, opts.Tasks)}
+		done: make(chan string, opts.Tasks), clock: clock.OrReal(opts.Clock), runs: map[string]*runHold{},
+		stop: make(chan struct{})}
 	first := true
 	for ctx.Err() == nil {
 		c, err := Dial(opts.Connect, opts.SessionTimeout, w.log)
@@ -59,10 +79,14 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 			continue
 		}
 		first = false
+		w.setConn(c)
 		w.serve(ctx, c)
+		w.setConn(nil)
 		c.Close()
 	}
 	w.drain()
+	close(w.stop) // release the holds of the runs that linger
+	w.lingers.Wait()
 	return nil
 }
 
@@ -81,8 +105,27 @@ func pause(ctx context.Context, stop <-chan struct{}, d time.Duration) {
 type worker struct {
 	opts    WorkerOptions
 	log     *slog.Logger
+	clock   clock.Clock
 	running map[string]bool // attempts in flight (owned by serve's goroutine)
 	done    chan string
+	stop    chan struct{}  // closed when RunWorker returns: lingering holds end
+	lingers sync.WaitGroup // the lingering holds' goroutines
+
+	mu   sync.Mutex
+	runs map[string]*runHold // guarded by mu: by run id
+	cur  *Conn               // guarded by mu: the session being served, nil between sessions
+}
+
+func (w *worker) setConn(c *Conn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cur = c
+}
+
+func (w *worker) conn() *Conn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -193,9 +236,9 @@ func (w *worker) run(ctx context.Context, c *Conn, name string, p payload) {
 	log.Info("task claimed")
 	start := time.Now()
 	res := result{Worker: w.opts.Name}
-	job, err := w.opts.Engine.ParseJob(p.Path, p.Spec)
+	job, done, err := w.acquire(ctx, p)
+	defer done()
 	if err == nil {
-		job.Path, job.Spec = p.Path, p.Spec
 		res.Report, err = runTask(ctx, w.opts.Engine, job, p.Task)
 	}
 	if ctx.Err() != nil {
