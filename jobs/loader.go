@@ -40,7 +40,9 @@ type Options struct {
 	// Store tunes the commit protocol (its Clock and Logger default to the
 	// ones above).
 	Store writers.StoreOptions
-	// Reader tunes the fetches (ReadCommitted comes from the spec).
+	// Reader tunes the fetches (ReadCommitted comes from the spec; its
+	// Clock, timing the retry deadline and backoff, defaults to the one
+	// above).
 	Reader inputformat.ReaderOptions
 	// KafkaOptions are extra franz-go options for the source client.
 	KafkaOptions []kgo.Opt
@@ -108,6 +110,9 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	}
 	if opts.Store.Logger == nil {
 		opts.Store.Logger = opts.Logger
+	}
+	if opts.Reader.Clock == nil {
+		opts.Reader.Clock = opts.Clock
 	}
 	opts.Reader.ReadCommitted = spec.Source.Isolation == ReadCommitted
 	if opts.MemoryBudget == nil {

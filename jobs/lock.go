@@ -227,7 +227,7 @@ func (l *Loader) AcquireLock(kind string) (*JobLock, error) {
 		l.log.Warn("took over the job lock of a run that is gone", "was", cur.String(), "lease_expired", cur.Expires)
 	}
 	lk := &JobLock{l: l, holder: h, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := lk.renew(); err != nil {
+	if err := lk.renew(now); err != nil {
 		lk.Release()
 		return nil, err
 	}
@@ -244,9 +244,14 @@ func (l *Loader) lockedError(h *LockHolder) error {
 // Holder returns who holds the lock (this run).
 func (lk *JobLock) Holder() LockHolder { return lk.holder }
 
-func (lk *JobLock) renew() error {
+// renew extends the lease to one lease past at: the time the renewal was
+// due (a renewal timer's firing time). On the real clock that is now; on a
+// manual clock moved past several renewals at once, it is the first one
+// missed, so a holder that was "stalled" across its lease does not revive
+// it afterwards.
+func (lk *JobLock) renew(at time.Time) error {
 	l := lk.l
-	expiry := l.opts.Clock.Now().Add(l.lockLease())
+	expiry := at.Add(l.lockLease())
 	name := leaseName(lk.holder.Seq, expiry)
 	lk.mu.Lock()
 	prev := lk.lease
@@ -268,16 +273,18 @@ func (lk *JobLock) renew() error {
 
 func (lk *JobLock) renewLoop() {
 	defer close(lk.done)
-	t := time.NewTicker(max(lk.l.lockLease()/3, time.Millisecond))
+	every := max(lk.l.lockLease()/3, time.Millisecond)
+	t := lk.l.opts.Clock.NewTimer(every) // the loader's clock, which judges the lease
 	defer t.Stop()
 	for {
 		select {
 		case <-lk.stop:
 			return
-		case <-t.C:
-			if err := lk.renew(); err != nil {
+		case at := <-t.C():
+			if err := lk.renew(at); err != nil {
 				lk.l.log.Warn("renewing the job lock", "err", err)
 			}
+			t.Reset(every)
 		}
 	}
 }
@@ -392,11 +399,21 @@ func (l *Loader) waitForOtherAttempts(ctx context.Context, parts []Position, wai
 			return fmt.Errorf("%w: %d attempts of another run are still live (%s); they commit nothing under this lock: run again once they end",
 				ErrLocked, len(pending), strings.Join(pending[:min(len(pending), 3)], ", "))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := l.pauseOnClock(ctx, min(200*time.Millisecond, deadline.Sub(l.opts.Clock.Now()))); err != nil {
+			return err
 		}
+	}
+}
+
+// pauseOnClock waits d of the loader's clock, or until ctx ends.
+func (l *Loader) pauseOnClock(ctx context.Context, d time.Duration) error {
+	t := l.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
 	}
 }
 

@@ -273,3 +273,92 @@ func manifestsOf(t *testing.T, out, topic string, counts map[int32]int64) []*wri
 	}
 	return ms
 }
+
+// The job lock's timers run on the loader's clock, which judges its lease:
+// on a clock.Manual the lease is renewed when the clock passes a third of
+// it (so a run holding the lock keeps it past its first lease), and a
+// replay waiting for a live attempt of another run gives up once the clock
+// passes its wait (two leases), without any wall-clock time passing.
+func TestJobLockTimersRunOnTheLoaderClock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "clocked", 100, 1, time.Hour, -1)
+	produceAll(t, ctx, b.Addr, "clocked", 1, recs)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "clocked", b.Addr, "clocked", 100, "schema_file: pageview.avsc", out))
+	clk := clock.NewManual(time.Now())
+	const lease = time.Minute
+	open := func() *jobs.Loader {
+		l, err := jobs.Open(ctx, spec, jobs.Options{Clock: clk, LockLease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	if rep, err := open().Run(ctx); err != nil || rep.Totals.RowsOut != 100 {
+		t.Fatalf("the first run: %+v %v", rep, err)
+	}
+	waiting := func(t *testing.T, what string) {
+		t.Helper()
+		for clk.Waiters() == 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond) // polling
+		}
+	}
+
+	t.Run("renewed-on-the-clock", func(t *testing.T) {
+		lk, err := open().AcquireLock(jobs.LockLoad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Release()
+		waiting(t, "the renewal timer")
+		clk.Advance(lease / 2) // the renewal falls due at lease/3
+		waiting(t, "the renewal to re-arm its timer")
+		clk.Advance(lease/2 + time.Second) // past the first lease
+		if _, err := open().AcquireLock(jobs.LockReplay); !errors.Is(err, jobs.ErrLocked) {
+			t.Fatalf("the lock was not renewed on the loader's clock: %v", err)
+		}
+	})
+
+	t.Run("replay-wait-ends-on-the-clock", func(t *testing.T) {
+		// A live attempt of another run on the partition (its lease is the
+		// store's 10 minutes, on the same clock).
+		fs, err := filesystem.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.Close()
+		if _, err := writers.NewStore(fs, writers.StoreOptions{Clock: clk}).NewAttempt(writers.Split{Topic: "clocked", Partition: 0, Start: 100, End: 200}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := open().Replay(ctx, "clocked/0@0"); done <- err }()
+		// Time passes in steps shorter than a renewal period, each once the
+		// replay's pause and its lock's renewal wait on the clock again, so
+		// the replay's own lock stays renewed while it waits.
+		for step := 0; ; step++ {
+			for clk.Waiters() < 2 {
+				select {
+				case err := <-done:
+					if !errors.Is(err, jobs.ErrLocked) || !strings.Contains(err.Error(), "still live") {
+						t.Fatalf("a replay waiting for a live attempt past its wait on the loader's clock: %v", err)
+					}
+					if step < 8 { // 2 leases in steps of a quarter lease
+						t.Fatalf("the replay gave up after %d steps of %v, before its wait of %v", step, lease/4, 2*lease)
+					}
+					return
+				case <-ctx.Done():
+					t.Fatal("timed out waiting for the replay")
+				case <-time.After(5 * time.Millisecond): // polling
+				}
+			}
+			clk.Advance(lease / 4)
+		}
+	})
+}
