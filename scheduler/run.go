@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
 )
@@ -32,55 +33,15 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		}
 	}
 	if lk, ok := s.opts.Engine.(Locker); ok {
-		release, err := lk.LockJob(ctx, job)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if adopted == nil {
-				if err := hist.Start(rec); err != nil {
-					log.Warn("cannot record the run's start", "err", err)
-				}
-			}
-			log.Warn("run not started: the job's lock is held", "err", err)
-			rec.State, rec.Error = StateFailed, "job lock: "+err.Error()
-			s.finish(ctx, hist, job, rec, log)
+		release, ok := s.lockRun(ctx, lk, hist, job, rec, adopted, log)
+		if !ok {
 			return
 		}
 		defer release()
 	}
-	var plan Plan
-	var plannedAt time.Time
-	if adopted != nil {
-		plan = Plan{Tasks: adopted.Tasks, Partitions: adopted.Partitions, Notes: adopted.Notes}
-		plannedAt = adopted.PlannedAt
-		rec.Notes = append(rec.Notes, "adopted by "+s.opts.Name+" after a scheduler failover")
-	} else {
-		if err := hist.Start(rec); err != nil {
-			log.Warn("cannot record the run's start", "err", err)
-		}
-		log.Info("run started", "scheduled", rec.Scheduled)
-		plannedAt = s.clock.Now()
-		plan, err = s.opts.Engine.Plan(ctx, job)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			rec.State, rec.Error = StateFailed, "planning: "+err.Error()
-			s.finish(ctx, hist, job, rec, log)
-			return
-		}
-		if s.opts.Tracker != nil {
-			err := s.opts.Tracker.Begin(ctx, rec, job, plan)
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, ErrNotLeader) {
-					return
-				}
-				rec.State, rec.Error = StateFailed, "publishing the run: "+err.Error()
-				s.finish(ctx, hist, job, rec, log)
-				return
-			}
-		}
+	plan, plannedAt, ok := s.planRun(ctx, hist, job, &rec, adopted, log)
+	if !ok {
+		return
 	}
 	rec.Partitions, rec.Notes = plan.Partitions, append(rec.Notes, plan.Notes...)
 	for _, p := range plan.Partitions {
@@ -91,6 +52,69 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 	if ctx.Err() != nil {
 		return // left running: adopted by a standby or abandoned at the next start
 	}
+	s.settle(fs, job, &rec, plan, plannedAt, log)
+	s.finish(ctx, hist, job, rec, log)
+}
+
+// lockRun takes the job's lock for the run. When it cannot (ok false), the
+// run is over: recorded as failed with the holder named, or left alone
+// when ctx ended.
+func (s *Scheduler) lockRun(ctx context.Context, lk Locker, hist *History, job Job, rec RunRecord, adopted *InFlightRun, log *slog.Logger) (release func(), ok bool) {
+	release, err := lk.LockJob(ctx, job)
+	if err == nil {
+		return release, true
+	}
+	if ctx.Err() != nil {
+		return nil, false
+	}
+	if adopted == nil {
+		if err := hist.Start(rec); err != nil {
+			log.Warn("cannot record the run's start", "err", err)
+		}
+	}
+	log.Warn("run not started: the job's lock is held", "err", err)
+	rec.State, rec.Error = StateFailed, "job lock: "+err.Error()
+	s.finish(ctx, hist, job, rec, log)
+	return nil, false
+}
+
+// planRun returns the run's plan and when it was made: the adopted run's,
+// or a new one recorded as started and published to the Tracker. When
+// planning or publishing fails (ok false) the run is over: recorded as
+// failed, or left alone when ctx ended or the leadership was lost.
+func (s *Scheduler) planRun(ctx context.Context, hist *History, job Job, rec *RunRecord, adopted *InFlightRun, log *slog.Logger) (plan Plan, plannedAt time.Time, ok bool) {
+	if adopted != nil {
+		rec.Notes = append(rec.Notes, "adopted by "+s.opts.Name+" after a scheduler failover")
+		return Plan{Tasks: adopted.Tasks, Partitions: adopted.Partitions, Notes: adopted.Notes}, adopted.PlannedAt, true
+	}
+	if err := hist.Start(*rec); err != nil {
+		log.Warn("cannot record the run's start", "err", err)
+	}
+	log.Info("run started", "scheduled", rec.Scheduled)
+	plannedAt = s.clock.Now()
+	plan, err := s.opts.Engine.Plan(ctx, job)
+	if err != nil {
+		if ctx.Err() == nil {
+			rec.State, rec.Error = StateFailed, "planning: "+err.Error()
+			s.finish(ctx, hist, job, *rec, log)
+		}
+		return Plan{}, time.Time{}, false
+	}
+	if s.opts.Tracker != nil {
+		if err := s.opts.Tracker.Begin(ctx, *rec, job, plan); err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrNotLeader) {
+				rec.State, rec.Error = StateFailed, "publishing the run: "+err.Error()
+				s.finish(ctx, hist, job, *rec, log)
+			}
+			return Plan{}, time.Time{}, false
+		}
+	}
+	return plan, plannedAt, true
+}
+
+// settle totals the run's tasks into rec, decides its state, marks the
+// complete directories and reports the partitions' lag.
+func (s *Scheduler) settle(fs vfs.FS, job Job, rec *RunRecord, plan Plan, plannedAt time.Time, log *slog.Logger) {
 	var failed []string
 	done := map[string]bool{} // partitions whose every task committed
 	for _, p := range plan.Partitions {
@@ -127,7 +151,6 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		}
 		s.opts.Metrics.partitionLag(job.Name, p.Topic, p.Partition, lag)
 	}
-	s.finish(ctx, hist, job, rec, log)
 }
 
 func (s *Scheduler) finish(ctx context.Context, hist *History, job Job, rec RunRecord, log *slog.Logger) {

@@ -45,83 +45,112 @@ func (r *fetchReply) release() {
 func (r *fetchReply) write(c *conn, hdr header) error {
 	defer r.release()
 	flex := r.version >= 12
-	var (
-		chunks [][]byte // byte chunks; a nil entry means "write the next region of refs"
-		refs   [][2]int // (topic, partition) index of each region written with sendfile
-		total  int64    // frame size including the 4-byte size prefix
-	)
-	buf := make([]byte, 4, 512)
-	buf = appendResponseHeader(buf, hdr, flex)
-	buf = kbin.AppendInt32(buf, 0) // throttle
+	f := &fetchFrame{buf: make([]byte, 4, 512)}
+	f.buf = appendResponseHeader(f.buf, hdr, flex)
+	f.buf = kbin.AppendInt32(f.buf, 0) // throttle
 	if r.version >= 7 {
-		buf = kbin.AppendInt16(buf, r.errorCode)
-		buf = kbin.AppendInt32(buf, r.sessionID)
+		f.buf = kbin.AppendInt16(f.buf, r.errorCode)
+		f.buf = kbin.AppendInt32(f.buf, r.sessionID)
 	}
-	buf = appendArrayLen(buf, len(r.topics), flex)
+	f.buf = appendArrayLen(f.buf, len(r.topics), flex)
 	for ti := range r.topics {
 		t := &r.topics[ti]
-		buf = appendString(buf, t.name, flex)
-		buf = appendArrayLen(buf, len(t.parts), flex)
+		f.buf = appendString(f.buf, t.name, flex)
+		f.buf = appendArrayLen(f.buf, len(t.parts), flex)
 		for pi := range t.parts {
-			p := &t.parts[pi]
-			buf = kbin.AppendInt32(buf, p.partition)
-			buf = kbin.AppendInt16(buf, p.code)
-			buf = kbin.AppendInt64(buf, p.hw)
-			buf = kbin.AppendInt64(buf, p.lastStable)
-			if r.version >= 5 {
-				buf = kbin.AppendInt64(buf, p.logStart)
-			}
-			buf = appendAborted(buf, p.aborted, flex)
-			if r.version >= 11 {
-				buf = kbin.AppendInt32(buf, p.preferredRead)
-			}
-			var n int64
-			if p.region != nil {
-				n = p.region.Len()
-			}
-			if flex {
-				buf = kbin.AppendUvarint(buf, uint32(n)+1)
-			} else {
-				buf = kbin.AppendInt32(buf, int32(n))
-			}
-			if n > 0 {
-				c.s.metrics.bytesOut.WithLabelValues(t.name).Add(float64(n))
-				c.s.metrics.recordsOut.WithLabelValues(t.name).Add(float64(regionRecords(p.region)))
-				if n < zeroCopyMin {
-					b, err := p.region.Bytes()
-					if err != nil {
-						return err
-					}
-					buf = append(buf, b...)
-				} else {
-					c.s.metrics.zeroCopyBytes.Add(float64(n))
-					total += int64(len(buf)) + n
-					chunks = append(chunks, buf, nil)
-					refs = append(refs, [2]int{ti, pi})
-					buf = make([]byte, 0, 256)
-				}
-			}
-			if flex {
-				buf = append(buf, 0) // partition tags
+			if err := r.encodePartition(c, f, ti, pi, flex); err != nil {
+				return err
 			}
 		}
 		if flex {
-			buf = append(buf, 0) // topic tags
+			f.buf = append(f.buf, 0) // topic tags
 		}
 	}
 	if flex {
-		buf = append(buf, 0) // response tags
+		f.buf = append(f.buf, 0) // response tags
 	}
-	total += int64(len(buf))
-	chunks = append(chunks, buf)
-	if total-4 > math.MaxInt32 {
+	if err := f.seal(); err != nil {
+		return err
+	}
+	return r.send(c, f)
+}
+
+// fetchFrame is a Fetch answer being encoded: byte chunks, between which
+// the regions of large record sets are sent with sendfile.
+type fetchFrame struct {
+	chunks [][]byte // byte chunks; a nil entry means "write the next region of refs"
+	refs   [][2]int // (topic, partition) index of each region written with sendfile
+	total  int64    // frame size including the 4-byte size prefix
+	buf    []byte   // the chunk being appended to
+}
+
+// encodePartition appends the answer of partition pi of topic ti: its
+// header fields, then its records inline (under zeroCopyMin) or as a
+// region sent with sendfile.
+func (r *fetchReply) encodePartition(c *conn, f *fetchFrame, ti, pi int, flex bool) error {
+	t := &r.topics[ti]
+	p := &t.parts[pi]
+	f.buf = kbin.AppendInt32(f.buf, p.partition)
+	f.buf = kbin.AppendInt16(f.buf, p.code)
+	f.buf = kbin.AppendInt64(f.buf, p.hw)
+	f.buf = kbin.AppendInt64(f.buf, p.lastStable)
+	if r.version >= 5 {
+		f.buf = kbin.AppendInt64(f.buf, p.logStart)
+	}
+	f.buf = appendAborted(f.buf, p.aborted, flex)
+	if r.version >= 11 {
+		f.buf = kbin.AppendInt32(f.buf, p.preferredRead)
+	}
+	var n int64
+	if p.region != nil {
+		n = p.region.Len()
+	}
+	if flex {
+		f.buf = kbin.AppendUvarint(f.buf, uint32(n)+1)
+	} else {
+		f.buf = kbin.AppendInt32(f.buf, int32(n))
+	}
+	if n > 0 {
+		c.s.metrics.bytesOut.WithLabelValues(t.name).Add(float64(n))
+		c.s.metrics.recordsOut.WithLabelValues(t.name).Add(float64(regionRecords(p.region)))
+		if n < zeroCopyMin {
+			b, err := p.region.Bytes()
+			if err != nil {
+				return err
+			}
+			f.buf = append(f.buf, b...)
+		} else {
+			c.s.metrics.zeroCopyBytes.Add(float64(n))
+			f.total += int64(len(f.buf)) + n
+			f.chunks = append(f.chunks, f.buf, nil)
+			f.refs = append(f.refs, [2]int{ti, pi})
+			f.buf = make([]byte, 0, 256)
+		}
+	}
+	if flex {
+		f.buf = append(f.buf, 0) // partition tags
+	}
+	return nil
+}
+
+// seal ends the frame: the last chunk, and the size prefix in the first.
+func (f *fetchFrame) seal() error {
+	f.total += int64(len(f.buf))
+	f.chunks = append(f.chunks, f.buf)
+	if f.total-4 > math.MaxInt32 {
 		// Cannot happen within maxFetchAnswerRecords; never send a size
 		// that a client would read as negative.
-		return fmt.Errorf("server: fetch answer of %d bytes exceeds the protocol's int32 size", total-4)
+		return fmt.Errorf("server: fetch answer of %d bytes exceeds the protocol's int32 size", f.total-4)
 	}
-	binary.BigEndian.PutUint32(chunks[0], uint32(total-4))
+	binary.BigEndian.PutUint32(f.chunks[0], uint32(f.total-4))
+	return nil
+}
+
+// send writes the sealed frame f to c: its chunks, and its regions with
+// sendfile in between.
+func (r *fetchReply) send(c *conn, f *fetchFrame) error {
 	ri := 0
-	for _, ch := range chunks {
+	for _, ch := range f.chunks {
 		if ch != nil {
 			if len(ch) == 0 {
 				continue
@@ -131,7 +160,7 @@ func (r *fetchReply) write(c *conn, hdr header) error {
 			}
 			continue
 		}
-		ref := refs[ri]
+		ref := f.refs[ri]
 		ri++
 		if _, err := r.topics[ref[0]].parts[ref[1]].region.WriteTo(c.nc); err != nil {
 			return err

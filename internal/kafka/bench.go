@@ -139,14 +139,8 @@ func EnsureTopic(ctx context.Context, bootstrap, topic string, partitions int32)
 // upper-case payload, as Kafka's ProducerPerformance does), prints a progress
 // line every ReportInterval to progress and returns the final figures.
 func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.Writer) (BenchResult, error) {
-	if opts.Topic == "" {
-		return BenchResult{}, badInput("--topic is required")
-	}
-	if opts.Records <= 0 || opts.RecordSize <= 0 {
-		return BenchResult{}, badInput("--records and --record-size must be positive")
-	}
-	if opts.Partitions < 0 {
-		return BenchResult{}, badInput("--partitions must be >= 0")
+	if err := opts.check(); err != nil {
+		return BenchResult{}, err
 	}
 	clk := clock.OrReal(opts.Clock)
 	interval := opts.ReportInterval
@@ -169,13 +163,53 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	}
 	defer cl.Close()
 
-	payload := make([]byte, opts.RecordSize)
+	w := &window{}
+	stopReports := w.reportEvery(clk, interval, progress)
+	start := clk.Now()
+	produceRecords(ctx, cl, clk, opts, benchPayload(opts.RecordSize), w)
+	flushErr := cl.Flush(ctx)
+	elapsed := clk.Now().Sub(start)
+	stopReports()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return BenchResult{}, fmt.Errorf("kafka: produce: %w", w.err)
+	}
+	if flushErr != nil {
+		return BenchResult{}, fmt.Errorf("kafka: flush: %w", flushErr)
+	}
+	return w.producedResult(elapsed), nil
+}
+
+// check refuses options ProducerBench cannot run with.
+func (opts ProducerBenchOptions) check() error {
+	if opts.Topic == "" {
+		return badInput("--topic is required")
+	}
+	if opts.Records <= 0 || opts.RecordSize <= 0 {
+		return badInput("--records and --record-size must be positive")
+	}
+	if opts.Partitions < 0 {
+		return badInput("--partitions must be >= 0")
+	}
+	return nil
+}
+
+// benchPayload is the value every produced record carries: size letters,
+// the same in every run (a fixed seed).
+func benchPayload(size int) []byte {
+	payload := make([]byte, size)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range payload {
 		payload[i] = byte('A' + rng.IntN(26))
 	}
+	return payload
+}
 
-	w := &window{}
+// reportEvery writes w's progress to progress every interval of clk until
+// the returned stop is called (stop waits for the reporter to end).
+func (w *window) reportEvery(clk clock.Clock, interval time.Duration, progress io.Writer) (stop func()) {
 	done := make(chan struct{})
 	var reporter sync.WaitGroup
 	reporter.Add(1)
@@ -196,11 +230,20 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 			}
 		}
 	}()
+	return func() {
+		close(done)
+		reporter.Wait()
+	}
+}
 
+// produceRecords produces opts.Records records of payload through cl,
+// throttled to opts.Throughput, recording each acknowledgement in w; it
+// stops early when ctx ends or a produce fails.
+func produceRecords(ctx context.Context, cl *kgo.Client, clk clock.Clock, opts ProducerBenchOptions, payload []byte, w *window) {
 	start := clk.Now()
 	for i := int64(0); i < opts.Records; i++ {
 		if ctx.Err() != nil {
-			break
+			return
 		}
 		if opts.Throughput > 0 {
 			// Like Kafka's ThroughputThrottler: sleep while ahead of the target.
@@ -217,22 +260,14 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		failed := w.err
 		w.mu.Unlock()
 		if failed != nil {
-			break
+			return
 		}
 	}
-	flushErr := cl.Flush(ctx)
-	elapsed := clk.Now().Sub(start)
-	close(done)
-	reporter.Wait()
+}
 
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return BenchResult{}, fmt.Errorf("kafka: produce: %w", w.err)
-	}
-	if flushErr != nil {
-		return BenchResult{}, fmt.Errorf("kafka: flush: %w", flushErr)
-	}
+// producedResult is the result of a producer benchmark whose window is w
+// (w.mu held).
+func (w *window) producedResult(elapsed time.Duration) BenchResult {
 	h := &w.latencies
 	res := BenchResult{Records: h.n, Bytes: w.totalB, Elapsed: elapsed, Produced: true}
 	if h.n > 0 {
@@ -242,7 +277,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		res.P50Ms, res.P95Ms = ms(h.percentile(0.5)), ms(h.percentile(0.95))
 		res.P99Ms, res.P999Ms = ms(h.percentile(0.99)), ms(h.percentile(0.999))
 	}
-	return res, nil
+	return res
 }
 
 // throttle waits d on clk, or until ctx is done.
