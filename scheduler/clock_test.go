@@ -3,12 +3,8 @@ package scheduler_test
 import (
 	"context"
 	"log/slog"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
@@ -29,12 +25,7 @@ func TestSchedulerClockDrivesTheLoader(t *testing.T) {
 	writeSpec(t, h.jobs, "pv", h.addr, "pv", h.out, "@every 2s", "")
 	ended := make(chan scheduler.RunRecord, 1)
 	engine := &scheduler.LoaderEngine{}
-	var dials atomic.Int64
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	engine.Options.KafkaOptions = []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
-		dials.Add(1)
-		return d.DialContext(ctx, network, host)
-	})}
+	dials := countDials(engine)
 	s, err := scheduler.New(scheduler.Options{Engine: engine, JobsDir: h.jobs, Clock: h.clock,
 		ScanInterval: time.Minute, MinInterval: time.Second, Logger: slog.New(slog.NewTextHandler(testLog(), nil)),
 		OnRunEnd: func(r scheduler.RunRecord) { ended <- r }})

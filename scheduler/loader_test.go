@@ -80,17 +80,23 @@ allowed_lateness: 30s
 	}
 }
 
-// loaderJob writes a JSON-to-JSONL job of topic with tasks of 10 records
-// and returns it parsed by e; dials counts the connections its source
-// clients open.
-func loaderJob(t testing.TB, e *scheduler.LoaderEngine, addr, topic string) (scheduler.Job, *atomic.Int64) {
-	t.Helper()
-	var dials atomic.Int64
+// countDials makes e's source clients count the connections they open.
+func countDials(e *scheduler.LoaderEngine) *atomic.Int64 {
+	dials := new(atomic.Int64)
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	e.Options.KafkaOptions = append(e.Options.KafkaOptions, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
 		dials.Add(1)
 		return d.DialContext(ctx, network, host)
 	}))
+	return dials
+}
+
+// loaderJob writes a JSON-to-JSONL job of topic with tasks of 10 records
+// and returns it parsed by e; dials counts the connections its source
+// clients open.
+func loaderJob(t testing.TB, e *scheduler.LoaderEngine, addr, topic string) (scheduler.Job, *atomic.Int64) {
+	t.Helper()
+	dials := countDials(e)
 	spec := fmt.Sprintf(`name: %s
 source:
   bootstrap: [%s]
@@ -111,7 +117,7 @@ schedule: "@every 1m"
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job, &dials
+	return job, dials
 }
 
 // runPlanned plans one run of job and runs its tasks in order.

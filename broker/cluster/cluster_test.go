@@ -93,11 +93,7 @@ func TestRegistration(t *testing.T) {
 // both are refused with ErrFenced and nothing changes in ZooKeeper.
 func TestFailoverAndFencing(t *testing.T) {
 	c := newTestCluster(t)
-	n1 := c.start(1)
-	waitFor(t, "broker 1 to control", 10*time.Second, func() (bool, string) { _, self := n1.Controller(); return self, "" })
-	c.start(2)
-	c.start(3)
-	c.waitSettled(false)
+	n1 := c.startThreeControlledBy1()
 	createTopic(t, n1, "t", 6, 3)
 	c.waitSettled(false)
 	oldEpoch, oldVersion, _, err := readControllerEpoch(c.watcher)
@@ -365,11 +361,7 @@ func TestElectPreferredOnDemand(t *testing.T) {
 // controller, and is told the new states.
 func TestPausedLeaderAndController(t *testing.T) {
 	c := newTestCluster(t)
-	n1 := c.start(1)
-	waitFor(t, "broker 1 to control", 10*time.Second, func() (bool, string) { _, self := n1.Controller(); return self, "" })
-	c.start(2)
-	c.start(3)
-	c.waitSettled(false)
+	n1 := c.startThreeControlledBy1()
 	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 1, Replicas: [][]int32{{1, 2, 3}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -146,6 +146,19 @@ func (c *testCluster) start(id int32) *Node {
 	return n
 }
 
+// startThreeControlledBy1 starts broker 1, waits until it is the
+// controller, starts brokers 2 and 3 and waits for the cluster to settle;
+// it returns broker 1.
+func (c *testCluster) startThreeControlledBy1() *Node {
+	c.t.Helper()
+	n1 := c.start(1)
+	waitFor(c.t, "broker 1 to control", 10*time.Second, func() (bool, string) { _, self := n1.Controller(); return self, "" })
+	c.start(2)
+	c.start(3)
+	c.waitSettled(false)
+	return n1
+}
+
 func (c *testCluster) tryStart(id int32, registerWait time.Duration) (*Node, error) {
 	p := newProxy(c.t, c.zk.Addr)
 	o := c.opts(id)

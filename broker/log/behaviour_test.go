@@ -107,8 +107,7 @@ func TestCompressedBatchesStoredAsSent(t *testing.T) {
 }
 
 func TestLogAppendTime(t *testing.T) {
-	clock := newManualClock()
-	m := openManager(t, vfs.NewMem(), "/data", clock)
+	m, clock := openMemManager(t)
 	defer m.Close()
 	cfg := DefaultConfig()
 	cfg.TimestampType = LogAppendTime
@@ -198,8 +197,7 @@ func TestIdempotentProducer(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
-	clock := newManualClock()
-	m := openManager(t, vfs.NewMem(), "/data", clock)
+	m, clock := openMemManager(t)
 	defer m.Close()
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1000
@@ -251,8 +249,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestSegmentMsRoll(t *testing.T) {
-	clock := newManualClock()
-	m := openManager(t, vfs.NewMem(), "/data", clock)
+	m, clock := openMemManager(t)
 	defer m.Close()
 	cfg := DefaultConfig()
 	cfg.SegmentMs = time.Hour
@@ -706,8 +703,7 @@ func TestRetentionKafkaValues(t *testing.T) {
 		{"bytes=0 above the high watermark", -1, 0, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clock := newManualClock()
-			m := openManager(t, vfs.NewMem(), "/data", clock)
+			m, clock := openMemManager(t)
 			defer m.Close()
 			cfg := smallConfig()
 			cfg.SegmentBytes = 1000

@@ -266,6 +266,19 @@ func crashSeed(t *testing.T) uint64 {
 	return uint64(time.Now().UnixNano())
 }
 
+// crashLoopStart returns a crash loop's seed (logged, with how to re-run
+// it) and its bound on the operations failed: unbounded, or short under
+// -short.
+func crashLoopStart(t *testing.T, short int64) (seed uint64, limit int64) {
+	seed = crashSeed(t)
+	t.Logf("seed %d (SLUICE_CRASH_SEED=%d reproduces)", seed, seed)
+	limit = int64(1 << 30)
+	if testing.Short() {
+		limit = short
+	}
+	return seed, limit
+}
+
 // TestCrashLoop fails the i-th file-system operation of a workload for i =
 // 0, 1, 2, ... until the workload runs through, then restarts the process
 // (keeping unsynced data) and, separately, crashes the machine (dropping
@@ -273,12 +286,7 @@ func crashSeed(t *testing.T) uint64 {
 // batch is there, offsets are contiguous, and no corrupt or foreign batch is
 // served. Re-run a failure with SLUICE_CRASH_SEED=<seed>.
 func TestCrashLoop(t *testing.T) {
-	seed := crashSeed(t)
-	t.Logf("seed %d (SLUICE_CRASH_SEED=%d reproduces)", seed, seed)
-	limit := int64(1 << 30)
-	if testing.Short() {
-		limit = 300
-	}
+	seed, limit := crashLoopStart(t, 300)
 	iterations := 0
 	first := int64(0)
 	if s := os.Getenv("SLUICE_CRASH_OP"); s != "" {

@@ -39,6 +39,14 @@ func openManager(t testing.TB, fsys vfs.FS, dir string, clock clock.Clock) *Mana
 	return m
 }
 
+// openMemManager opens a Manager on a fresh in-memory FS at /data with a
+// manual clock, and returns both (the caller closes the Manager).
+func openMemManager(t testing.TB) (*Manager, *manualClock) {
+	t.Helper()
+	clock := newManualClock()
+	return openManager(t, vfs.NewMem(), "/data", clock), clock
+}
+
 var tp0 = TopicPartition{"events", 0}
 
 func smallConfig() Config {

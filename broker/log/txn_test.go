@@ -288,8 +288,7 @@ func TestTxnSnapshotVersions(t *testing.T) {
 }
 
 func TestTxnExpiryKeepsOpenTransactions(t *testing.T) {
-	clock := newManualClock()
-	m := openManager(t, vfs.NewMem(), "/data", clock)
+	m, clock := openMemManager(t)
 	defer m.Close()
 	cfg := smallConfig()
 	cfg.ProducerIDExpiration = time.Minute
@@ -386,12 +385,7 @@ func txnCrashWorkload(t *testing.T, fsys vfs.FS, clock *manualClock, seed uint64
 // replay of its batches from scratch, and nothing flushed may be lost.
 // Re-run a failure with SLUICE_CRASH_SEED=<seed>.
 func TestTxnCrashLoop(t *testing.T) {
-	seed := crashSeed(t)
-	t.Logf("seed %d (SLUICE_CRASH_SEED=%d reproduces)", seed, seed)
-	limit := int64(1 << 30)
-	if testing.Short() {
-		limit = 200
-	}
+	seed, limit := crashLoopStart(t, 200)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	check := func(mem vfs.FS, clock *manualClock, flushedEnd int64, what string) {
 		m, err := OpenManager(ManagerOptions{FS: mem, Dir: "/data", Clock: clock})

@@ -163,16 +163,7 @@ func TestListOffsets(t *testing.T) {
 		t.Fatalf("after the last timestamp: offset %d, want the end (kadm maps -1 to the end)", o.Offset)
 	}
 	// Max timestamp (v7, -3).
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.SetVersion(7)
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "times"
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -3
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
-	p := resp.Topics[0].Partitions[0]
+	p := listOffsetsOne(t, ts, 7, 0, "times", -3)
 	if p.ErrorCode != 0 || p.Offset != 9 || p.Timestamp != base.Add(9*time.Minute).UnixMilli() {
 		t.Fatalf("max timestamp: %+v", p)
 	}

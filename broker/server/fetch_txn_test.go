@@ -43,21 +43,29 @@ func consumeValues(t *testing.T, addr, topic string, level kgo.IsolationLevel, w
 
 func listLatest(t *testing.T, ts *testServer, topic string, isolation int8) int64 {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 4
-	req.IsolationLevel = isolation
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
-	p := resp.Topics[0].Partitions[0]
+	p := listOffsetsOne(t, ts, 4, isolation, topic, -1)
 	if p.ErrorCode != 0 {
 		t.Fatalf("list offsets: %v", kerr.ErrorForCode(p.ErrorCode))
 	}
 	return p.Offset
+}
+
+// listOffsetsOne sends a ListOffsets request of the given version and
+// isolation for partition 0 of topic at timestamp (-1 latest, -2 earliest,
+// -3 the max timestamp) and returns the partition's answer.
+func listOffsetsOne(t *testing.T, ts *testServer, version int16, isolation int8, topic string, timestamp int64) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(version)
+	req.IsolationLevel = isolation
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = timestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := roundTrip(t, ts.addr, req).(*kmsg.ListOffsetsResponse)
+	return resp.Topics[0].Partitions[0]
 }
 
 // TestReadCommitted appends committed, aborted and open transactions

@@ -1,7 +1,9 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -263,32 +265,24 @@ func (x *index) phantom(read *Op, r Record) (Anomaly, bool) {
 	return Anomaly{}, false
 }
 
-func sortedPositions[V any](m map[position]V) []position {
-	ps := make([]position, 0, len(m))
-	for p := range m {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool {
-		a, b := ps[i], ps[j]
-		if a.topic != b.topic {
-			return a.topic < b.topic
-		}
-		if a.partition != b.partition {
-			return a.partition < b.partition
-		}
-		return a.offset < b.offset
-	})
-	return ps
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
+// keysInOrder returns m's keys sorted by compare (the checker reports in a
+// stable order).
+func keysInOrder[K comparable, V any](m map[K]V, compare func(a, b K) int) []K {
+	ks := make([]K, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
 	}
-	sort.Strings(ks)
+	slices.SortFunc(ks, compare)
 	return ks
 }
+
+func sortedPositions[V any](m map[position]V) []position {
+	return keysInOrder(m, func(a, b position) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition), cmp.Compare(a.offset, b.offset))
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string { return keysInOrder(m, strings.Compare) }
 
 // duplicates: one value at two positions.
 func (x *index) duplicates() []Anomaly {

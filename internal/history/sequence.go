@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 )
@@ -118,19 +119,8 @@ func (x *index) commitsBackwards() []Anomaly {
 			obs[k] = append(obs[k], commitObs{op: op.ID, start: op.Start, end: op.End, offset: o.Offset})
 		}
 	}
-	keys := make([]groupKey, 0, len(obs))
-	for k := range obs {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.group != b.group {
-			return a.group < b.group
-		}
-		if a.part.topic != b.part.topic {
-			return a.part.topic < b.part.topic
-		}
-		return a.part.partition < b.part.partition
+	keys := keysInOrder(obs, func(a, b groupKey) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.part.topic, b.part.topic), cmp.Compare(a.part.partition, b.part.partition))
 	})
 	var out []Anomaly
 	for _, k := range keys {
