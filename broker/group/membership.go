@@ -79,21 +79,36 @@ func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, client Client) (join
 // would take the group or the coordinator past a bound (memory.go) is
 // answered at once: GROUP_MAX_SIZE_REACHED past group.max.size,
 // MESSAGE_TOO_LARGE past a byte bound; it is not in the group afterwards.
+//
+// The phases: validate the request (parseJoin), apply it to the group under
+// the lock (enterJoin), wait for the join phase to end (awaitJoin).
 func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, client Client) *kmsg.JoinGroupResponse {
-	fail := func(code int16) *kmsg.JoinGroupResponse { return joinError(req.Version, code, req.MemberID) }
 	j, code := c.parseJoin(req, client)
 	if code != 0 {
-		return fail(code)
+		return joinError(req.Version, code, req.MemberID)
 	}
+	g, m, ch, resp := c.enterJoin(req, &j)
+	if resp != nil {
+		return resp
+	}
+	return c.awaitJoin(ctx, req, g, m, ch)
+}
+
+// enterJoin applies a validated join to its group. It returns the answer to
+// send at once, or the member that now waits for the join phase to end and
+// the channel its answer will come on: a join the member had waiting is
+// answered REBALANCE_IN_PROGRESS, and the join phase ends now if this member
+// was the last one it waited for.
+func (c *Coordinator) enterJoin(req *kmsg.JoinGroupRequest, j *joining) (*group, *member, chan *kmsg.JoinGroupResponse, *kmsg.JoinGroupResponse) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now := c.clock.Now()
-	g, m, resp := c.joinLocked(req, &j, now)
+	g, m, resp := c.joinLocked(req, j, now)
 	if resp != nil {
 		if g != nil {
 			c.reschedule(g, now)
 		}
-		c.mu.Unlock()
-		return resp
+		return g, nil, nil, resp
 	}
 	if m.joinWait != nil {
 		m.joinWait <- joinError(m.joinVer, kerr.RebalanceInProgress.Code, m.id)
@@ -102,8 +117,13 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 	m.joined, m.joinWait, m.joinVer = true, ch, req.Version
 	c.maybeCompleteJoin(g, now)
 	c.reschedule(g, now)
-	c.mu.Unlock()
+	return g, m, ch, nil
+}
 
+// awaitJoin waits for m's answer on ch. If ctx ends first, m stops waiting
+// (its session counts again) and the answer is REBALANCE_IN_PROGRESS, unless
+// the join phase ended meanwhile.
+func (c *Coordinator) awaitJoin(ctx context.Context, req *kmsg.JoinGroupRequest, g *group, m *member, ch chan *kmsg.JoinGroupResponse) *kmsg.JoinGroupResponse {
 	select {
 	case resp := <-ch:
 		return resp
@@ -118,90 +138,124 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		case resp := <-ch:
 			return resp
 		default:
-			return fail(kerr.RebalanceInProgress.Code)
+			return joinError(req.Version, kerr.RebalanceInProgress.Code, req.MemberID)
 		}
 	}
 }
 
 // joinLocked applies a join to the group: it returns the member that now
 // waits for the join phase to end, or the answer to send at once (g is the
-// group the join touched, nil if none).
+// group the join touched, nil if none). Each kind of join has its function:
+// a static member that restarted, a new member, a member that learnt its id
+// (KIP-394) and a member that rejoins.
 func (c *Coordinator) joinLocked(req *kmsg.JoinGroupRequest, j *joining, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
-	fail := func(g *group, code int16) (*group, *member, *kmsg.JoinGroupResponse) {
+	g, code := c.groupForJoin(req, j, now)
+	if code != 0 {
 		return g, nil, joinError(req.Version, code, req.MemberID)
-	}
-	g := c.groups[req.Group]
-	if g == nil {
-		if req.MemberID != "" {
-			return fail(nil, kerr.UnknownMemberID.Code)
-		}
-		g = c.groupOrNew(req.Group, now)
-	}
-	if !g.supportsProtocols(req.ProtocolType, j.protocols, req.MemberID) {
-		c.dropIfUnused(g)
-		return fail(g, kerr.InconsistentGroupProtocol.Code)
 	}
 	cand := &member{instanceID: j.instanceID}
 	j.fill(cand, now)
 	switch {
 	case req.MemberID == "" && j.instanceID != "" && g.static[j.instanceID] != "":
-		old := g.members[g.static[j.instanceID]]
-		cand.id, cand.assignment, cand.synced = newMemberID(j.instanceID), old.assignment, old.synced
-		if r, ok := c.admit(g, cand, old); !ok {
-			c.refuse(g, cand, old, r, now)
-			return fail(g, r.code)
-		}
-		m, immediate := c.rejoinStatic(g, old, cand, req.Version, now)
-		if immediate != nil {
-			return g, nil, immediate
-		}
-		return g, m, nil
+		return c.joinRestartedStatic(g, cand, req, now)
 	case req.MemberID == "":
-		if len(g.members)+len(g.pending) >= c.opts.MaxGroupSize {
-			c.refuse(g, cand, nil, refusal{kerr.GroupMaxSizeReached.Code, "group.max.size",
-				int64(len(g.members) + len(g.pending) + 1), int64(c.opts.MaxGroupSize)}, now)
-			return fail(g, kerr.GroupMaxSizeReached.Code)
-		}
-		prefix := j.client.ID
-		if j.instanceID != "" {
-			prefix = j.instanceID
-		}
-		cand.id = newMemberID(prefix)
-		if r, ok := c.admit(g, cand, nil); !ok {
-			c.refuse(g, cand, nil, r, now)
-			return fail(g, r.code)
-		}
-		if req.Version >= 4 && j.instanceID == "" {
-			// KIP-394: the member learns its id first, so that a join
-			// that times out on the client does not leave a ghost member.
-			g.addPending(cand.id, now.Add(j.session))
-			return g, nil, joinError(req.Version, kerr.MemberIDRequired.Code, cand.id)
-		}
-		return g, c.addMember(g, cand, now), nil
+		return c.joinNewMember(g, cand, req, j, now)
+	case j.instanceID != "" && g.static[j.instanceID] != "" && g.static[j.instanceID] != req.MemberID:
+		return g, nil, joinError(req.Version, kerr.FencedInstanceID.Code, req.MemberID)
+	case g.members[req.MemberID] == nil:
+		return c.joinPendingMember(g, cand, req, now)
 	}
-	if j.instanceID != "" && g.static[j.instanceID] != "" && g.static[j.instanceID] != req.MemberID {
-		return fail(g, kerr.FencedInstanceID.Code)
-	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		if _, ok := g.pending[req.MemberID]; !ok {
-			return fail(g, kerr.UnknownMemberID.Code)
+	return c.rejoinMember(g, g.members[req.MemberID], cand, req, j, now)
+}
+
+// groupForJoin returns the group a join names, created for a join without a
+// member id. A join with a member id for an unknown group is answered
+// UNKNOWN_MEMBER_ID (g nil), one whose protocols the group cannot take
+// INCONSISTENT_GROUP_PROTOCOL.
+func (c *Coordinator) groupForJoin(req *kmsg.JoinGroupRequest, j *joining, now time.Time) (*group, int16) {
+	g := c.groups[req.Group]
+	if g == nil {
+		if req.MemberID != "" {
+			return nil, kerr.UnknownMemberID.Code
 		}
-		g.dropPending(req.MemberID)
-		cand.id = req.MemberID
-		if r, ok := c.admit(g, cand, nil); !ok {
-			c.refuse(g, cand, nil, r, now)
-			return fail(g, r.code)
-		}
-		return g, c.addMember(g, cand, now), nil
+		g = c.groupOrNew(req.Group, now)
 	}
+	if !g.supportsProtocols(req.ProtocolType, j.protocols, req.MemberID) {
+		c.dropIfUnused(g)
+		return g, kerr.InconsistentGroupProtocol.Code
+	}
+	return g, 0
+}
+
+// joinRestartedStatic admits cand, a static member that restarted (no member
+// id, a known instance id), in place of its old self, under a new member id
+// and with its old assignment (rejoinStatic).
+func (c *Coordinator) joinRestartedStatic(g *group, cand *member, req *kmsg.JoinGroupRequest, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
+	old := g.members[g.static[cand.instanceID]]
+	cand.id, cand.assignment, cand.synced = newMemberID(cand.instanceID), old.assignment, old.synced
+	if code := c.admitOrRefuse(g, cand, old, now); code != 0 {
+		return g, nil, joinError(req.Version, code, req.MemberID)
+	}
+	m, immediate := c.rejoinStatic(g, old, cand, req.Version, now)
+	if immediate != nil {
+		return g, nil, immediate
+	}
+	return g, m, nil
+}
+
+// joinNewMember gives cand, a join without a member id, its id and admits it
+// within group.max.size and the byte bounds. From JoinGroup v4 a dynamic
+// member is only told its id (MEMBER_ID_REQUIRED) and kept pending until it
+// joins again with it.
+func (c *Coordinator) joinNewMember(g *group, cand *member, req *kmsg.JoinGroupRequest, j *joining, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
+	if len(g.members)+len(g.pending) >= c.opts.MaxGroupSize {
+		c.refuse(g, cand, nil, refusal{kerr.GroupMaxSizeReached.Code, "group.max.size",
+			int64(len(g.members) + len(g.pending) + 1), int64(c.opts.MaxGroupSize)}, now)
+		return g, nil, joinError(req.Version, kerr.GroupMaxSizeReached.Code, req.MemberID)
+	}
+	prefix := j.client.ID
+	if j.instanceID != "" {
+		prefix = j.instanceID
+	}
+	cand.id = newMemberID(prefix)
+	if code := c.admitOrRefuse(g, cand, nil, now); code != 0 {
+		return g, nil, joinError(req.Version, code, req.MemberID)
+	}
+	if req.Version >= 4 && j.instanceID == "" {
+		// KIP-394: the member learns its id first, so that a join
+		// that times out on the client does not leave a ghost member.
+		g.addPending(cand.id, now.Add(j.session))
+		return g, nil, joinError(req.Version, kerr.MemberIDRequired.Code, cand.id)
+	}
+	return g, c.addMember(g, cand, now), nil
+}
+
+// joinPendingMember admits cand, a join with the member id a MEMBER_ID_REQUIRED
+// answer gave it; an id that is neither a member's nor pending is answered
+// UNKNOWN_MEMBER_ID.
+func (c *Coordinator) joinPendingMember(g *group, cand *member, req *kmsg.JoinGroupRequest, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
+	if _, ok := g.pending[req.MemberID]; !ok {
+		return g, nil, joinError(req.Version, kerr.UnknownMemberID.Code, req.MemberID)
+	}
+	g.dropPending(req.MemberID)
+	cand.id = req.MemberID
+	if code := c.admitOrRefuse(g, cand, nil, now); code != 0 {
+		return g, nil, joinError(req.Version, code, req.MemberID)
+	}
+	return g, c.addMember(g, cand, now), nil
+}
+
+// rejoinMember applies the join of m, a member of g, whose new fields cand
+// holds. A member whose metadata did not change and that only lost its
+// answer gets it again at once; otherwise a rebalance starts (if one is not
+// under way) and m waits for it.
+func (c *Coordinator) rejoinMember(g *group, m, cand *member, req *kmsg.JoinGroupRequest, j *joining, now time.Time) (*group, *member, *kmsg.JoinGroupResponse) {
 	if m.instanceID != j.instanceID {
-		return fail(g, kerr.FencedInstanceID.Code)
+		return g, nil, joinError(req.Version, kerr.FencedInstanceID.Code, req.MemberID)
 	}
 	cand.id, cand.assignment = m.id, m.assignment
-	if r, ok := c.admit(g, cand, m); !ok {
-		c.refuse(g, cand, m, r, now)
-		return fail(g, r.code)
+	if code := c.admitOrRefuse(g, cand, m, now); code != 0 {
+		return g, nil, joinError(req.Version, code, req.MemberID)
 	}
 	same := sameProtocols(m.protocols, j.protocols)
 	j.fill(m, now)
@@ -215,6 +269,16 @@ func (c *Coordinator) joinLocked(req *kmsg.JoinGroupRequest, j *joining, now tim
 		c.prepareRebalance(g, now, "member "+m.id+" rejoined with new metadata")
 	}
 	return g, m, nil
+}
+
+// admitOrRefuse admits cand to g in place of old (nil for a new member), or
+// refuses it (refuse) and returns the code to answer with.
+func (c *Coordinator) admitOrRefuse(g *group, cand, old *member, now time.Time) int16 {
+	if r, ok := c.admit(g, cand, old); !ok {
+		c.refuse(g, cand, old, r, now)
+		return r.code
+	}
+	return 0
 }
 
 // refuse logs a join that does not fit a bound; the member it would have
@@ -322,6 +386,11 @@ func (g *group) memberFor(memberID string, instanceID *string, gen int32, checkG
 
 // Sync serves SyncGroup: the leader hands in the assignment; followers wait
 // for it.
+//
+// The phases: check the member and answer what the group's state answers
+// at once (syncLocked); a follower then waits for the leader's assignment
+// (awaitAssignment), the leader stores it and hands it out
+// (leaderSyncLocked).
 func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	if req.Group == "" {
@@ -329,67 +398,91 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		return resp
 	}
 	c.mu.Lock()
+	g, m, wait := c.syncLocked(req, resp)
+	c.mu.Unlock()
+	if wait == nil {
+		return resp
+	}
+	return c.awaitAssignment(ctx, g, m, wait, resp)
+}
+
+// syncLocked applies a SyncGroup to its group and answers it in resp, or,
+// for a follower while the group completes a rebalance, returns the channel
+// the leader's assignment will come on (a sync the follower had waiting is
+// answered REBALANCE_IN_PROGRESS).
+func (c *Coordinator) syncLocked(req *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse) (*group, *member, chan *kmsg.SyncGroupResponse) {
 	now := c.clock.Now()
 	g := c.groups[req.Group]
 	if g == nil || g.state == StateEmpty {
-		c.mu.Unlock()
 		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
+		return nil, nil, nil
 	}
 	m, code := g.memberFor(req.MemberID, req.InstanceID, req.Generation, true)
 	if code == 0 && ((req.ProtocolType != nil && *req.ProtocolType != g.protocolType) || (req.Protocol != nil && *req.Protocol != g.protocol)) {
 		code = kerr.InconsistentGroupProtocol.Code
 	}
 	if code != 0 {
-		c.mu.Unlock()
 		resp.ErrorCode = code
-		return resp
+		return nil, nil, nil
 	}
 	m.lastSeen = now
 	pt, p := g.protocolType, g.protocol
 	resp.ProtocolType, resp.Protocol = &pt, &p
 	switch g.state {
 	case StatePreparingRebalance:
-		c.mu.Unlock()
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
-		return resp
+		return nil, nil, nil
 	case StateStable:
 		resp.MemberAssignment = m.assignment
-		c.mu.Unlock()
-		return resp
+		return nil, nil, nil
 	}
 	// CompletingRebalance.
 	m.synced = true
-	if m.id != g.leader {
-		if m.syncWait != nil {
-			old := kmsg.NewPtrSyncGroupResponse()
-			old.ErrorCode = kerr.RebalanceInProgress.Code
-			m.syncWait <- old
+	if m.id == g.leader {
+		c.leaderSyncLocked(g, m, req.GroupAssignment, resp, now)
+		return nil, nil, nil
+	}
+	if m.syncWait != nil {
+		old := kmsg.NewPtrSyncGroupResponse()
+		old.ErrorCode = kerr.RebalanceInProgress.Code
+		m.syncWait <- old
+	}
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	m.syncWait = ch
+	return g, m, ch
+}
+
+// awaitAssignment waits for a follower's assignment on ch and answers resp
+// with it. If ctx ends first, m stops waiting (its session counts again) and
+// the answer is REBALANCE_IN_PROGRESS, unless the assignment came meanwhile.
+func (c *Coordinator) awaitAssignment(ctx context.Context, g *group, m *member, ch chan *kmsg.SyncGroupResponse, resp *kmsg.SyncGroupResponse) *kmsg.SyncGroupResponse {
+	var got *kmsg.SyncGroupResponse
+	select {
+	case got = <-ch:
+	case <-ctx.Done():
+		c.mu.Lock()
+		if m.syncWait == ch {
+			m.syncWait = nil
+			c.reschedule(g, c.clock.Now()) // its session counts again
 		}
-		ch := make(chan *kmsg.SyncGroupResponse, 1)
-		m.syncWait = ch
 		c.mu.Unlock()
-		var got *kmsg.SyncGroupResponse
 		select {
 		case got = <-ch:
-		case <-ctx.Done():
-			c.mu.Lock()
-			if m.syncWait == ch {
-				m.syncWait = nil
-				c.reschedule(g, c.clock.Now()) // its session counts again
-			}
-			c.mu.Unlock()
-			select {
-			case got = <-ch:
-			default:
-				resp.ErrorCode = kerr.RebalanceInProgress.Code
-				return resp
-			}
+		default:
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+			return resp
 		}
-		resp.ErrorCode, resp.MemberAssignment = got.ErrorCode, got.MemberAssignment
-		return resp
 	}
-	if code := c.assign(g, req.GroupAssignment, now); code != 0 {
+	resp.ErrorCode, resp.MemberAssignment = got.ErrorCode, got.MemberAssignment
+	return resp
+}
+
+// leaderSyncLocked applies the leader m's assignment (assign) and answers
+// every waiting follower with its part, and resp with the leader's. If the
+// assignment cannot be stored, a new join phase starts and resp carries the
+// code (as do the waiting followers' answers when it is MESSAGE_TOO_LARGE).
+func (c *Coordinator) leaderSyncLocked(g *group, m *member, assignment []kmsg.SyncGroupRequestGroupAssignment, resp *kmsg.SyncGroupResponse, now time.Time) {
+	if code := c.assign(g, assignment, now); code != 0 {
 		// Followers waiting for the assignment get the same error (the
 		// join phase that follows tells the others to rejoin).
 		for _, o := range g.members {
@@ -402,9 +495,8 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		}
 		c.prepareRebalance(g, now, "the assignment could not be stored")
 		c.reschedule(g, now)
-		c.mu.Unlock()
 		resp.ErrorCode = code
-		return resp
+		return
 	}
 	for _, o := range g.members {
 		if o.syncWait != nil {
@@ -416,8 +508,6 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	}
 	c.reschedule(g, now)
 	resp.MemberAssignment = m.assignment
-	c.mu.Unlock()
-	return resp
 }
 
 // assign applies the leader's assignment, makes the group Stable and stores

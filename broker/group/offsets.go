@@ -12,85 +12,131 @@ import (
 // CommitOffsets serves OffsetCommit. A commit with generation -1 and no
 // member id is a "simple" commit (standalone consumers, admin tools), only
 // accepted while the group has no members.
+//
+// The phases: check who commits (committerLocked), check each partition
+// (acceptCommits), bound and store the records (storeCommits), apply the
+// stored offsets (applyCommits); every entry of the request gets an answer.
 func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
-	defer func() {
-		for i, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for j, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}()
-	all := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
-			}
-		}
-	}
+	ans := newCommitAnswer(req)
+	defer ans.fill(req, resp)
 	if req.Group == "" {
-		all(kerr.InvalidGroupID.Code)
+		ans.all(kerr.InvalidGroupID.Code)
 		return resp
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
+	g, code := c.committerLocked(req, now)
+	if code != 0 {
+		ans.all(code)
+		return resp
+	}
+	ok, recs := c.acceptCommits(req, ans, now)
+	if code := c.storeCommits(g, req.Group, ok, recs); code != 0 {
+		ans.refuse(ok, code)
+		return resp
+	}
+	c.applyCommits(g, req.Group, ok, now)
+	return resp
+}
+
+// commitAnswer is the error code of each partition entry of an
+// OffsetCommit, indexed as the request's topics and partitions.
+type commitAnswer struct {
+	codes [][]int16
+	// last is where the last entry naming each partition is: a partition
+	// named twice is stored once, the last value wins, both entries get
+	// its answer.
+	last map[topicPartition][2]int
+}
+
+func newCommitAnswer(req *kmsg.OffsetCommitRequest) *commitAnswer {
+	ans := &commitAnswer{codes: make([][]int16, len(req.Topics)), last: map[topicPartition][2]int{}}
+	for i, t := range req.Topics {
+		ans.codes[i] = make([]int16, len(t.Partitions))
+		for j, p := range t.Partitions {
+			ans.last[topicPartition{t.Topic, p.Partition}] = [2]int{i, j}
+		}
+	}
+	return ans
+}
+
+// isLast reports whether entry (i, j) is the last one naming tp.
+func (a *commitAnswer) isLast(tp topicPartition, i, j int) bool { return a.last[tp] == [2]int{i, j} }
+
+// all answers every entry with code.
+func (a *commitAnswer) all(code int16) {
+	for i := range a.codes {
+		for j := range a.codes[i] {
+			a.codes[i][j] = code
+		}
+	}
+}
+
+// refuse answers the accepted entries with code: their records were not stored.
+func (a *commitAnswer) refuse(ok []accepted, code int16) {
+	for _, e := range ok {
+		a.codes[e.i][e.j] = code
+	}
+}
+
+// fill writes the answer into resp, in the request's order; an entry that a
+// later one for the same partition overrode gets the later one's code.
+func (a *commitAnswer) fill(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) {
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			at := a.last[topicPartition{t.Topic, p.Partition}]
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, a.codes[at[0]][at[1]]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
+// committerLocked checks who commits and returns the group (nil if it does
+// not exist yet) and a code for every partition, 0 to go on: a simple commit
+// is accepted only while the group has no members; a member's only in the
+// group's generation and not while the group completes a rebalance (the
+// member's session is refreshed either way).
+func (c *Coordinator) committerLocked(req *kmsg.OffsetCommitRequest, now time.Time) (*group, int16) {
 	g := c.groups[req.Group]
 	simple := req.Generation < 0 && req.MemberID == ""
-	code := int16(0)
 	switch {
 	case g == nil && !simple:
-		code = kerr.IllegalGeneration.Code
+		return g, kerr.IllegalGeneration.Code
 	case g == nil:
 	case simple:
 		if len(g.members) > 0 {
-			code = kerr.UnknownMemberID.Code
+			return g, kerr.UnknownMemberID.Code
 		}
 	default:
-		var m *member
-		m, code = g.memberFor(req.MemberID, req.InstanceID, req.Generation, true)
+		m, code := g.memberFor(req.MemberID, req.InstanceID, req.Generation, true)
 		if m != nil {
 			m.lastSeen = now
 		}
 		if code == 0 && g.state == StateCompletingRebalance {
 			code = kerr.RebalanceInProgress.Code
 		}
+		return g, code
 	}
-	if code != 0 {
-		all(code)
-		return resp
-	}
+	return g, 0
+}
+
+// acceptCommits checks each partition the request commits (the last entry
+// of a partition named twice): metadata within offset.metadata.max.bytes,
+// a partition that exists. It answers the refused ones in ans and returns
+// the accepted ones with the records that store them.
+func (c *Coordinator) acceptCommits(req *kmsg.OffsetCommitRequest, ans *commitAnswer, now time.Time) ([]accepted, []record) {
 	var ok []accepted
 	var recs []record
-	// A partition named twice is stored once: the last value wins, both
-	// entries get its answer.
-	last := map[topicPartition][2]int{}
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			last[topicPartition{t.Topic, p.Partition}] = [2]int{i, j}
-		}
-	}
-	defer func() {
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				if at := last[topicPartition{t.Topic, p.Partition}]; at != [2]int{i, j} {
-					codes[i][j] = codes[at[0]][at[1]]
-				}
-			}
-		}
-	}()
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			if last[topicPartition{t.Topic, p.Partition}] != [2]int{i, j} {
+			tp := topicPartition{t.Topic, p.Partition}
+			if !ans.isLast(tp, i, j) {
 				continue
 			}
 			meta := ""
@@ -99,43 +145,49 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 			}
 			switch {
 			case len(meta) > c.opts.OffsetMetadataMaxBytes:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+				ans.codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			case !c.opts.Storage.PartitionExists(t.Topic, p.Partition):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				ans.codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			default:
 				o := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: meta, commitMs: now.UnixMilli()}
-				tp := topicPartition{t.Topic, p.Partition}
 				ok = append(ok, accepted{i, j, tp, o})
 				recs = append(recs, record{key: offsetKey(req.Group, t.Topic, p.Partition), value: offsetValue(o)})
 			}
 		}
 	}
-	refuse := func(code int16) {
-		for _, a := range ok {
-			codes[a.i][a.j] = code
-		}
-	}
-	if grow := c.commitGrowth(g, req.Group, ok); grow > 0 && c.mem.used+grow > c.opts.MaxCoordinatorBytes {
+	return ok, recs
+}
+
+// storeCommits appends the accepted offsets' records to the offsets topic.
+// A non-zero code means nothing was stored: INVALID_COMMIT_OFFSET_SIZE when
+// they would take the coordinator past group.coordinator.max.bytes or do not
+// fit one batch of the offsets topic, COORDINATOR_NOT_AVAILABLE when the
+// append failed.
+func (c *Coordinator) storeCommits(g *group, id string, ok []accepted, recs []record) int16 {
+	if grow := c.commitGrowth(g, id, ok); grow > 0 && c.mem.used+grow > c.opts.MaxCoordinatorBytes {
 		c.logger.Warn("offset commit refused: the coordinator holds group.coordinator.max.bytes; the client gets INVALID_COMMIT_OFFSET_SIZE",
-			"group", req.Group, "partitions", len(ok), "need", c.mem.used+grow, "limit", c.opts.MaxCoordinatorBytes)
-		refuse(kerr.InvalidCommitOffsetSize.Code)
-		return resp
+			"group", id, "partitions", len(ok), "need", c.mem.used+grow, "limit", c.opts.MaxCoordinatorBytes)
+		return kerr.InvalidCommitOffsetSize.Code
 	}
-	if err := c.appendRecords(req.Group, recs); err != nil {
+	if err := c.appendRecords(id, recs); err != nil {
 		if errors.Is(err, ErrRecordTooLarge) {
 			// Kafka's answer to a commit whose records the log refuses
 			// for their size.
 			c.logger.Warn("offset commit refused: its records do not fit one batch of the offsets topic; the client gets INVALID_COMMIT_OFFSET_SIZE",
-				"group", req.Group, "partitions", len(ok), "err", err)
-			refuse(kerr.InvalidCommitOffsetSize.Code)
-			return resp
+				"group", id, "partitions", len(ok), "err", err)
+			return kerr.InvalidCommitOffsetSize.Code
 		}
-		c.logger.Error("store offsets", "group", req.Group, "err", err)
-		refuse(kerr.CoordinatorNotAvailable.Code)
-		return resp
+		c.logger.Error("store offsets", "group", id, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
 	}
+	return 0
+}
+
+// applyCommits sets the stored offsets in the group (created if a simple
+// commit is its first use) and queues an Empty group's offset expiry.
+func (c *Coordinator) applyCommits(g *group, id string, ok []accepted, now time.Time) {
 	if len(ok) > 0 && g == nil {
-		g = c.groupOrNew(req.Group, now)
+		g = c.groupOrNew(id, now)
 	}
 	for _, a := range ok {
 		g.setOffset(a.tp, a.o)
@@ -146,7 +198,6 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 		c.rescheduleExpiry(g, now)
 	}
 	c.commits.Add(int64(len(ok)))
-	return resp
 }
 
 // commitGrowth is how many bytes storing the accepted offsets adds to what
