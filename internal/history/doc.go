@@ -10,9 +10,14 @@
 // client: a producer, a consumer session, a loader). A process does one
 // operation at a time; a consumer that restarts or reseeks takes a new
 // process id or records an assign. Time is an order, not a clock: the
-// Recorder hands out ticks from one counter, so Start < End for every
-// operation, and A happened before B (real-time order) when A.End < B.Start.
-// Overlapping operations are concurrent and may be ordered either way.
+// Recorder hands out ticks from one counter (Ticks), so Start < End for
+// every operation, and A happened before B (real-time order) when A.End <
+// B.Start. Overlapping operations are concurrent and may be ordered either
+// way. A tick must be taken when the operation begins and when it ends,
+// never when the recorder hears of it: a client in another process (a
+// group member node) records on its own Recorder over the same counter
+// (OpenTicks, a file both map) and the test takes its operations with
+// their ticks unchanged (Recorder.Take).
 //
 //	process 1  ──[produce v1 ok @p0/5]──────[produce v2 unknown]──
 //	process 2  ─────[poll p0: 4=v0 5=v1]──────[poll p0: 6=v2]─────
@@ -45,7 +50,7 @@
 //
 // # File format
 //
-// A history is kept as JSON lines, one Op per line in completion order, so
+// A history is kept as JSON lines, one Op per line in the order recorded, so
 // a run's history sits in its report directory and is re-checked offline
 // (history.ReadFile, then Check). Fields are never renamed; new fields may
 // be added (a reader ignores fields it does not know) and absent fields
@@ -90,7 +95,9 @@
 //
 // A Recorder is safe for concurrent use: Invoke takes a tick from an atomic
 // counter, Complete takes the Recorder's mutex to take the end tick, append
-// and write the line, so the file's order is the completion order.
+// and write the line, so the file's order is the completion order — except
+// for operations Taken from another process, which come in the order they
+// arrive, each with the ticks it had there.
 //
 // # Usage
 //

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 )
 
 // ErrFormat is returned (wrapped) for a history file that is not JSON lines
@@ -72,7 +71,8 @@ type Range struct {
 
 // Op is one operation of one process with its outcome.
 type Op struct {
-	// ID is the operation's place in completion order: History[i].ID == i.
+	// ID is the operation's place in the order recorded (completion order
+	// but for operations Taken): History[i].ID == i.
 	ID int `json:"id"`
 	// Process is the client that did it; one operation at a time each.
 	Process int `json:"process"`
@@ -106,14 +106,14 @@ type Op struct {
 	Error string `json:"error,omitempty"`
 }
 
-// History is a list of operations in completion order.
+// History is a list of operations in the order recorded.
 type History []Op
 
 // Recorder collects the operations of many concurrent clients into one
 // History, optionally writing each as a JSON line as it completes. It is
 // safe for concurrent use.
 type Recorder struct {
-	ticks atomic.Int64
+	ticks *Ticks
 
 	mu  sync.Mutex // guards the fields below
 	ops History
@@ -125,8 +125,12 @@ type Recorder struct {
 // NewRecorder returns a Recorder that writes each completed operation to w
 // as one JSON line (w may be nil: memory only). Flush or Close write out
 // what is buffered.
-func NewRecorder(w io.Writer) *Recorder {
-	r := &Recorder{}
+func NewRecorder(w io.Writer) *Recorder { return NewRecorderTicks(w, NewTicks()) }
+
+// NewRecorderTicks is NewRecorder taking its ticks from ticks, which other
+// Recorders (of this process or, with OpenTicks, of others) may share.
+func NewRecorderTicks(w io.Writer, ticks *Ticks) *Recorder {
+	r := &Recorder{ticks: ticks}
 	if w != nil {
 		r.bw = bufio.NewWriter(w)
 		r.enc = json.NewEncoder(r.bw)
@@ -144,7 +148,7 @@ type Pending struct {
 
 // Invoke starts an operation of process: its Start tick is taken now.
 func (r *Recorder) Invoke(process int, kind Kind) Pending {
-	return Pending{r: r, process: process, kind: kind, start: r.ticks.Add(1) - 1}
+	return Pending{r: r, process: process, kind: kind, start: r.ticks.Next()}
 }
 
 // Complete records the operation with its outcome and result. op's
@@ -155,7 +159,11 @@ func (p Pending) Complete(op Op) Op {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	op.Process, op.Kind, op.Start = p.process, p.kind, p.start
-	op.End = r.ticks.Add(1) - 1
+	op.End = r.ticks.Next()
+	return r.appendLocked(op)
+}
+
+func (r *Recorder) appendLocked(op Op) Op {
 	op.ID = len(r.ops)
 	r.ops = append(r.ops, op)
 	if r.enc != nil && r.err == nil {
@@ -164,6 +172,27 @@ func (p Pending) Complete(op Op) Op {
 		}
 	}
 	return op
+}
+
+// Take records an operation that another Recorder sharing r's Ticks
+// completed (a workload process's, read from its output), as process. Its
+// Start and End are kept: they are when it happened, while r only learns
+// of it later; stamping it anew on arrival would move it after operations
+// it preceded (a commit seen after a later commit's read: a false
+// commit-backwards). Its ID is r's next. An op whose ticks r's counter has
+// not handed out yet, or whose End is not after its Start, is refused with
+// ErrForeignTicks: it was stamped by another counter.
+//
+// r's order is then the order operations were recorded in, which for a
+// taken op is later than its completion.
+func (r *Recorder) Take(process int, op Op) (Op, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op.Start < 0 || op.End <= op.Start || op.End >= r.ticks.Taken() {
+		return Op{}, fmt.Errorf("%w: op %s [%d,%d] with %d ticks taken", ErrForeignTicks, op.Kind, op.Start, op.End, r.ticks.Taken())
+	}
+	op.Process = process
+	return r.appendLocked(op), nil
 }
 
 // History returns a copy of the operations completed so far.

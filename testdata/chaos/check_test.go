@@ -168,14 +168,21 @@ func requireWork(t *testing.T, sched *harness.Schedule, h history.History) {
 }
 
 // newHistory makes the run's recorder writing history.jsonl in the report
-// directory; the returned func flushes and closes the file.
+// directory; the returned func flushes and closes the file. Its ticks are
+// the counter file at ticksPath(r), which workload processes the run starts
+// open too (history.OpenTicks), so their operations are taken into this
+// history with the ticks they had (history.Recorder.Take).
 func newHistory(t *testing.T, r *harness.Run) (*history.Recorder, func()) {
 	t.Helper()
+	ticks, err := history.OpenTicks(ticksPath(r))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Create(historyPath(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := history.NewRecorder(f)
+	rec := history.NewRecorderTicks(f, ticks)
 	var once sync.Once
 	done := func() {
 		once.Do(func() {
@@ -186,7 +193,12 @@ func newHistory(t *testing.T, r *harness.Run) (*history.Recorder, func()) {
 		})
 	}
 	t.Cleanup(done)
+	// ticks stays mapped for the test binary's life (one page a run): a
+	// client goroutine a failed test left behind may still take a tick
 	return rec, done
 }
 
 func historyPath(r *harness.Run) string { return filepath.Join(r.Dir, "history.jsonl") }
+
+// ticksPath is the run's tick counter file (history.OpenTicks).
+func ticksPath(r *harness.Run) string { return filepath.Join(r.Work, "history.ticks") }

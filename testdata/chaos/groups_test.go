@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +23,19 @@ import (
 // of CHAOS_TOPIC as a member of CHAOS_GROUP on CHAOS_BOOTSTRAP, committing
 // after every poll, its operations written to stdout as history JSON lines
 // (flushed after each poll and its commit) for memberLines to take into the
-// run's history. It runs until it is killed.
+// run's history. Its ticks come from the run's counter file CHAOS_TICKS, so
+// each operation keeps the place in time it had here, however late its line
+// reaches the test (a pause can hold it for seconds). It runs until it is
+// killed.
 func groupMember() int {
-	rec := history.NewRecorder(os.Stdout)
+	ticks, err := history.OpenTicks(os.Getenv("CHAOS_TICKS"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "member: the run's tick counter (CHAOS_TICKS):", err)
+		return 1
+	}
+	rec := history.NewRecorderTicks(os.Stdout, ticks)
 	fmt.Println("member ready")
-	err := workload.ConsumeGroup(context.Background(), rec, workload.GroupConfig{
+	err = workload.ConsumeGroup(context.Background(), rec, workload.GroupConfig{
 		Bootstrap: []string{os.Getenv("CHAOS_BOOTSTRAP")}, Topic: os.Getenv("CHAOS_TOPIC"), Group: os.Getenv("CHAOS_GROUP"),
 		NoRetention: true,
 		Until:       func(int) bool { return rec.Flush() != nil },
@@ -42,10 +51,14 @@ func groupMember() int {
 }
 
 // memberLines takes a member node's operations (history JSON lines) into
-// the run's history; each start of the node is a new history process.
+// the run's history with their ticks (history.Recorder.Take); each start of
+// the node is a new history process.
 type memberLines struct {
 	rec  *history.Recorder
 	base int // process ids are base*100 + start
+
+	mu  sync.Mutex // guards err
+	err error      // the first op refused
 }
 
 func (m *memberLines) line(start int, line string) {
@@ -53,7 +66,20 @@ func (m *memberLines) line(start int, line string) {
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &op) != nil {
 		return // the member's other output
 	}
-	m.rec.Invoke(m.base*100+start, op.Kind).Complete(op)
+	if _, err := m.rec.Take(m.base*100+start, op); err != nil {
+		m.mu.Lock()
+		if m.err == nil {
+			m.err = fmt.Errorf("member %d start %d: %w", m.base, start, err)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// failed is the first op the member sent that could not be taken.
+func (m *memberLines) failed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
 }
 
 // TestGroupMembersKilledAndPaused: three member processes of one consumer
@@ -74,11 +100,13 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var members []*harness.Node
+	var lines []*memberLines
 	for i := 1; i <= 3; i++ {
 		n := r.Reserve(fmt.Sprintf("m%d", i))
 		ml := &memberLines{rec: rec, base: i}
+		lines = append(lines, ml)
 		n.Define(harness.Spec{Args: []string{exe}, Env: []string{"CHAOS_MEMBER=1", "CHAOS_GROUP=chaos-g", "CHAOS_TOPIC=chaos",
-			"CHAOS_BOOTSTRAP=" + b.HostPort}, OnLine: ml.line, Ready: func(line string) bool { return line == "member ready" }})
+			"CHAOS_BOOTSTRAP=" + b.HostPort, "CHAOS_TICKS=" + ticksPath(r)}, OnLine: ml.line, Ready: func(line string) bool { return line == "member ready" }})
 		if err := n.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +127,11 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	watch.stop()
 	for _, n := range members {
 		n.Kill()
+	}
+	for _, ml := range lines {
+		if err := ml.failed(); err != nil {
+			t.Error(err)
+		}
 	}
 	finalRead(t, rec, b.HostPort, "chaos")
 	st.close()
