@@ -3,6 +3,12 @@
 // directory, and the Prometheus /metrics endpoint. cmd/sluice only turns
 // flags into Options.
 //
+// With zookeeper.connect set (--zookeeper) the broker joins a cluster
+// (cluster.go): it registers in ZooKeeper (broker/cluster) before it
+// serves, and a clean stop first moves its leaderships to other in-sync
+// replicas (controlled shutdown), then closes the server, then leaves the
+// cluster.
+//
 // Usage:
 //
 //	b, err := broker.Start(broker.Options{DataDir: dir, Listen: "127.0.0.1:9092", Config: config.Default()})
@@ -40,12 +46,13 @@ type Options struct {
 	ShutdownTimeout time.Duration // 0 = DefaultShutdownTimeout
 }
 
-// Broker is a running single-node broker: listeners bound, data directory
-// open (and locked).
+// Broker is a running broker: listeners bound, data directory open (and
+// locked), and in cluster mode registered in the cluster.
 type Broker struct {
 	opts    Options
 	logger  *slog.Logger
 	srv     *server.Server
+	member  *member // nil on a single node
 	ln      net.Listener
 	mln     net.Listener // nil without MetricsListen
 	metrics *http.Server
@@ -66,20 +73,32 @@ func Start(opts Options) (*Broker, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
-	srv, err := server.New(server.Options{DataDir: opts.DataDir, Config: opts.Config, Logger: opts.Logger})
+	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("broker: listen %s: %w", opts.Listen, err)
 	}
-	b := &Broker{opts: opts, logger: opts.Logger, srv: srv}
-	fail := func(err error) (*Broker, error) {
-		if b.ln != nil {
-			_ = b.ln.Close()
+	b := &Broker{opts: opts, logger: opts.Logger, ln: ln}
+	sopts := server.Options{DataDir: opts.DataDir, Config: opts.Config, Logger: opts.Logger}
+	if opts.Config.ZookeeperConnect != "" {
+		if b.member, err = join(opts, ln.Addr()); err != nil {
+			_ = ln.Close()
+			return nil, err
 		}
-		_ = srv.Shutdown(context.Background())
+		sopts.Cluster = b.member.node
+	}
+	srv, err := server.New(sopts)
+	if err != nil {
+		_ = ln.Close()
+		b.member.leave()
 		return nil, err
 	}
-	if b.ln, err = net.Listen("tcp", opts.Listen); err != nil {
-		return fail(fmt.Errorf("broker: listen %s: %w", opts.Listen, err))
+	b.srv = srv
+	b.member.serve(srv)
+	fail := func(err error) (*Broker, error) {
+		_ = b.ln.Close()
+		_ = srv.Shutdown(context.Background())
+		b.member.leave()
+		return nil, err
 	}
 	if opts.MetricsListen != "" {
 		if b.mln, err = net.Listen("tcp", opts.MetricsListen); err != nil {
@@ -139,8 +158,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.mln != nil {
 		_ = b.mln.Close() // if it was never served
 	}
+	cctx, cancel := context.WithTimeout(ctx, b.opts.ShutdownTimeout/2) // leave time to close the logs
+	b.member.controlledShutdown(cctx, b.logger)
+	cancel()
 	err := b.srv.Shutdown(ctx)
 	_ = b.ln.Close()
+	b.member.leave()
 	if errors.Is(err, server.ErrClosed) {
 		return nil
 	}

@@ -144,9 +144,10 @@ type RunHolder interface {
 }
 
 // A ClockTaker is an Engine whose time can be the scheduler's: New hands
-// it Options.Clock, so that a scheduler on a clock.Manual drives the
-// loader's time too (attempt ids and leases, commit times, the job lock's
-// lease). LoaderEngine is one.
+// it Options.Clock (and a cluster worker its WorkerOptions.Clock), so that
+// a scheduler or worker on a clock.Manual drives the loader's time too
+// (attempt ids and leases, commit times, the job lock's lease).
+// LoaderEngine is one.
 type ClockTaker interface {
 	// TakeClock makes c the engine's clock, unless its own options name one.
 	TakeClock(c clock.Clock)

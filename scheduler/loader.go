@@ -32,11 +32,12 @@ type LoaderEngine struct {
 
 	mu    sync.Mutex
 	held  map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
-	clock clock.Clock                // guarded by mu: the scheduler's (TakeClock), for Options.Clock nil
+	clock clock.Clock                // guarded by mu: the scheduler's or worker's (TakeClock), for Options.Clock nil
 }
 
 // TakeClock makes c the clock of the loaders the engine opens from now on,
-// unless Options.Clock names one (the scheduler calls it from New).
+// unless Options.Clock names one (the scheduler calls it from New, a
+// cluster worker from RunWorker).
 func (e *LoaderEngine) TakeClock(c clock.Clock) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

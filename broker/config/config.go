@@ -56,6 +56,13 @@ type Broker struct {
 	ClusterID                   string // cluster.id
 	TopicDefaults               Topic  // the log.* properties, as topic configs
 
+	// Cluster mode (--zookeeper); see broker/cluster.
+	ZookeeperConnect          string // zookeeper.connect: host:port[,host:port]/chroot ("" = single node)
+	ZookeeperSessionTimeoutMs int64  // zookeeper.session.timeout.ms
+	Rack                      string // broker.rack ("" = none)
+	AutoLeaderRebalance       bool   // auto.leader.rebalance.enable: the preferred replica leads again once back in the ISR
+	ReplicaLagTimeMaxMs       int64  // replica.lag.time.max.ms: a follower this far behind leaves the ISR
+
 	props map[string]string // everything that was set, raw
 }
 
@@ -73,6 +80,10 @@ type Topic struct {
 	MessageTimestampType string // message.timestamp.type: CreateTime | LogAppendTime
 	CleanupPolicy        string // cleanup.policy: delete | compact | compact,delete
 	DeleteRetentionMs    int64  // delete.retention.ms: how long compaction keeps tombstones
+	MinInsyncReplicas    int64  // min.insync.replicas: fewest ISR members an acks=all produce needs (cluster mode)
+	// UncleanLeaderElection is unclean.leader.election.enable: with no live
+	// ISR member, an out-of-sync replica may lead (losing data).
+	UncleanLeaderElection bool
 }
 
 // DefaultQueuedMaxRequestBytes is sluice's default queued.max.request.bytes:
@@ -97,6 +108,9 @@ func Default() Broker {
 		FetchMaxBytes:               57671680,
 		LogRetentionCheckIntervalMs: 300000,
 		ClusterID:                   "sluice-cluster",
+		ZookeeperSessionTimeoutMs:   18000,
+		AutoLeaderRebalance:         true,
+		ReplicaLagTimeMaxMs:         30000,
 		TopicDefaults: Topic{
 			SegmentBytes:         1 << 30,
 			SegmentMs:            168 * 3600 * 1000,
@@ -110,6 +124,7 @@ func Default() Broker {
 			MessageTimestampType: "CreateTime",
 			CleanupPolicy:        "delete",
 			DeleteRetentionMs:    86400000,
+			MinInsyncReplicas:    1,
 		},
 		props: map[string]string{},
 	}
@@ -231,7 +246,7 @@ var brokerProps = []brokerProp{
 			return nil
 		},
 		get: func(b *Broker) string { return strconv.Itoa(int(b.NumPartitions)) }},
-	{name: "default.replication.factor", doc: "replication factor of auto-created topics (only 1 on a single node)",
+	{name: "default.replication.factor", doc: "replication factor of auto-created topics and of CreateTopics with -1 (only 1 on a single node)",
 		apply: func(b *Broker, v string) error {
 			n, err := parseInt(v, 16)
 			if err != nil || n < 1 {
@@ -263,6 +278,17 @@ var brokerProps = []brokerProp{
 	{name: "cluster.id", doc: "cluster id reported in Metadata",
 		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },
 		get:   func(b *Broker) string { return b.ClusterID }},
+	{name: "zookeeper.connect", doc: "ZooKeeper host:port[,host:port]/chroot of the cluster (--zookeeper wins; empty = single node)",
+		apply: func(b *Broker, v string) error { b.ZookeeperConnect = strings.TrimSpace(v); return nil },
+		get:   func(b *Broker) string { return b.ZookeeperConnect }},
+	int64Prop("zookeeper.session.timeout.ms", "ZooKeeper session timeout: a broker silent this long is dead to the cluster", func(b *Broker) *int64 { return &b.ZookeeperSessionTimeoutMs }, 400),
+	{name: "broker.rack", doc: "this broker's rack; replicas of a partition are spread over racks when every broker has one",
+		apply: func(b *Broker, v string) error { b.Rack = strings.TrimSpace(v); return nil },
+		get:   func(b *Broker) string { return b.Rack }},
+	boolProp("auto.leader.rebalance.enable", "give leadership back to the preferred replica once it is in the ISR again", func(b *Broker) *bool { return &b.AutoLeaderRebalance }),
+	int64Prop("replica.lag.time.max.ms", "a follower that has not caught up for this long leaves the ISR", func(b *Broker) *int64 { return &b.ReplicaLagTimeMaxMs }, 1),
+	int64Prop("min.insync.replicas", "fewest in-sync replicas an acks=all produce needs (topic: min.insync.replicas)", func(b *Broker) *int64 { return &b.TopicDefaults.MinInsyncReplicas }, 1),
+	boolProp("unclean.leader.election.enable", "let an out-of-sync replica lead when no in-sync one is live, losing data (topic: unclean.leader.election.enable)", func(b *Broker) *bool { return &b.TopicDefaults.UncleanLeaderElection }),
 	int64Prop("log.segment.bytes", "segment file size before rolling (topic: segment.bytes)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentBytes }, 14),
 	int64Prop("log.roll.ms", "segment age before rolling (topic: segment.ms)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentMs }, 1),
 	scaledProp("log.roll.hours", "segment age before rolling, hours (log.roll.ms wins)", func(b *Broker) *int64 { return &b.TopicDefaults.SegmentMs }, 3600*1000),
@@ -416,6 +442,8 @@ var kafkaTypes = map[string]int8{
 	"segment.bytes": typeInt, "segment.index.bytes": typeInt, "index.interval.bytes": typeInt,
 	"max.message.bytes": typeInt, "message.timestamp.type": typeString, "cleanup.policy": typeList,
 	"max.connections": typeInt, "max.connections.per.ip": typeInt, "fetch.max.bytes": typeInt,
+	"zookeeper.connect": typeString, "broker.rack": typeString, "zookeeper.session.timeout.ms": typeInt,
+	"min.insync.replicas": typeInt, "unclean.leader.election.enable": typeBoolean, "auto.leader.rebalance.enable": typeBoolean,
 }
 
 func kafkaType(name string) int8 {

@@ -58,6 +58,17 @@ var topicProps = []topicProp{
 			return err
 		},
 		get: func(t *Topic) string { return t.CleanupPolicy }},
+	topicInt("min.insync.replicas", "min.insync.replicas", "fewest in-sync replicas an acks=all produce needs (cluster mode)", func(t *Topic) *int64 { return &t.MinInsyncReplicas }, 1),
+	{name: "unclean.leader.election.enable", broker: "unclean.leader.election.enable", doc: "let an out-of-sync replica lead when no in-sync one is live (cluster mode; loses data)",
+		set: func(t *Topic, v string) error {
+			x, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("not a boolean: %q", v)
+			}
+			t.UncleanLeaderElection = x
+			return nil
+		},
+		get: func(t *Topic) string { return strconv.FormatBool(t.UncleanLeaderElection) }},
 }
 
 func findTopicProp(name string) (topicProp, bool) {

@@ -23,7 +23,7 @@ func BenchmarkBigTopic(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if _, code, msg := s.topics.create("big", n, nil, false); code != 0 {
+		if _, code, msg := s.topics.create("big", n, nil, nil, false); code != 0 {
 			b.Fatal(msg)
 		}
 		create := time.Since(start)

@@ -1,8 +1,12 @@
 package server
 
 // CreatePartitions (key 37), versions 0-3: raises a topic's partition count.
-// A replica assignment, if given, must place each new partition on this
-// node alone. The count of __consumer_offsets is fixed (groups map to its
+// On a single node a replica assignment, if given, must place each new
+// partition on this node alone. In cluster mode the new partitions are
+// assigned over the live brokers with partition 0's replication factor, or
+// as the request's assignment says (each new partition the same number of
+// distinct live brokers as partition 0 has; INVALID_REPLICA_ASSIGNMENT
+// otherwise). The count of __consumer_offsets is fixed (groups map to its
 // partitions by hash). Topics named twice in one request are refused.
 
 import (
@@ -25,10 +29,24 @@ func handleCreatePartitions(s *Server, rc *requestContext, kreq kmsg.Request) (r
 		switch {
 		case seen[rt.Topic] > 1:
 			code, msg = kerr.InvalidRequest.Code, "topic "+rt.Topic+" is listed more than once in the request"
-		case !singleNodeAssignment(rt.Assignment, s.cfg.NodeID):
+		case s.cluster == nil && !singleNodeAssignment(rt.Assignment, s.cfg.NodeID):
 			code, msg = kerr.InvalidReplicaAssignment.Code, "this single-node broker places every partition on its own node id only"
 		default:
-			code, msg = s.topics.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
+			var assigned [][]int32
+			for _, a := range rt.Assignment {
+				assigned = append(assigned, a.Replicas)
+			}
+			if s.cluster != nil && assigned != nil {
+				msg = s.checkAssignment(assigned)
+				if t, ok := s.topics.get(rt.Topic); ok && msg == "" && len(t.replicas) > 0 && len(t.replicas[0]) != len(assigned[0]) {
+					msg = "the new partitions must have the replication factor of the topic's"
+				}
+				if msg != "" {
+					code = kerr.InvalidReplicaAssignment.Code
+					break
+				}
+			}
+			code, msg = s.topics.addPartitions(rt.Topic, rt.Count, assigned, req.ValidateOnly)
 			if code == 0 && !req.ValidateOnly {
 				rc.logger.Info("added partitions", "topic", rt.Topic, "partitions", rt.Count)
 			}

@@ -32,12 +32,16 @@ func handleDeleteRecords(s *Server, rc *requestContext, kreq kmsg.Request) (repl
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			switch {
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case !ok:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case strings.Contains(t.cfg.CleanupPolicy, "compact") && !strings.Contains(t.cfg.CleanupPolicy, "delete"):
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
-				sp.LowWatermark, sp.ErrorCode = deleteRecordsBefore(rc, t.parts[rp.Partition], rp.Offset)
+				if part, code := s.leaderPartition(t, rp.Partition); code != 0 {
+					sp.ErrorCode = code
+				} else {
+					sp.LowWatermark, sp.ErrorCode = deleteRecordsBefore(rc, part, rp.Offset)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

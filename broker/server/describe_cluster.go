@@ -1,7 +1,8 @@
 package server
 
-// DescribeCluster (key 60), versions 0-1: this single node is the cluster,
-// and its controller. v1's EndpointType 2 (controllers) is answered
+// DescribeCluster (key 60), versions 0-1: on a single node this node is the
+// cluster and its controller; in cluster mode every live broker (client
+// listener, rack) and the controller as this broker last saw them. v1's EndpointType 2 (controllers) is answered
 // UNSUPPORTED_ENDPOINT_TYPE: sluice has no separate controller endpoint.
 // Authorized operations are not computed (no ACLs): INT32_MIN.
 
@@ -21,10 +22,12 @@ func handleDescribeCluster(s *Server, _ *requestContext, kreq kmsg.Request) (rep
 		resp.ErrorMessage = &msg
 		return kmsgReply{resp}, nil
 	}
-	addr := s.advertised()
-	resp.ClusterID, resp.ControllerID = s.cfg.ClusterID, s.cfg.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, addr.host, int32(addr.port)
-	resp.Brokers = append(resp.Brokers, b)
+	brokers, controller := s.metadataBrokers()
+	resp.ClusterID, resp.ControllerID = s.cfg.ClusterID, controller
+	for _, mb := range brokers {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	return kmsgReply{resp}, nil
 }

@@ -53,8 +53,9 @@
 // Topic metadata (topics, ids, partition counts, config overrides) and
 // producer-id blocks live in a metadata.Store (Options.Metadata): by default
 // a metadata.FileStore, topics.json and producer-ids.json next to the
-// partition directories (the only store today: there is no cluster mode
-// yet). The registry
+// partition directories; in cluster mode (Options.Cluster, cluster.go) the
+// cluster's Store in ZooKeeper, with the partitions assigned to this broker
+// opened as the cluster's partition states arrive. The registry
 // (registry.go) is the serving view of that store: each topic with its open
 // partition logs. CreateTopics and DeleteTopics hold registry.mu only to
 // reserve the name and to publish the result, never while the store is

@@ -206,13 +206,14 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 	for _, w := range targets {
 		fp := fetchPartition{partition: w.partition, hw: -1, logStart: -1, lastStable: -1,
 			preferredRead: -1, fetchOffset: w.fetchOffset, topicName: w.topicName}
+		part, pcode := rc.conn.s.leaderPartition(w.t, w.partition)
 		switch {
-		case w.t == nil || w.partition < 0 || int(w.partition) >= len(w.t.parts):
-			fp.code = kerr.UnknownTopicOrPartition.Code
-		case w.leaderEpoch > 0:
-			fp.code = kerr.UnknownLeaderEpoch.Code
+		case pcode != 0:
+			fp.code = pcode
+		case rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch) != 0:
+			fp.code = rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch)
 		default:
-			l := w.t.parts[w.partition].log
+			l := part.log
 			changed = append(changed, l.Changed())
 			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
 			bound, lastStable := fetchBound(l, req.IsolationLevel, fp.hw)

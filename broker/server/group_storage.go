@@ -25,31 +25,31 @@ var _ group.Storage = offsetsStorage{}
 
 func (st offsetsStorage) OffsetsPartitions(create bool) (int32, error) {
 	if t, ok := st.reg.get(group.OffsetsTopic); ok {
-		return int32(len(t.parts)), nil
+		return t.npart, nil
 	}
 	if !create {
 		return 0, nil
 	}
 	overrides := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
-	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, overrides, false)
+	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, nil, overrides, false)
 	if code == kerr.TopicAlreadyExists.Code {
 		if t, ok := st.reg.get(group.OffsetsTopic); ok {
-			return int32(len(t.parts)), nil
+			return t.npart, nil
 		}
 	}
 	if code != 0 {
 		return 0, fmt.Errorf("%w: create %s: %s", ErrStorage, group.OffsetsTopic, msg)
 	}
-	st.reg.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", len(t.parts))
-	return int32(len(t.parts)), nil
+	st.reg.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", t.npart)
+	return t.npart, nil
 }
 
 func (st offsetsStorage) partition(p int32) (*partition, error) {
 	t, ok := st.reg.get(group.OffsetsTopic)
-	if !ok || p < 0 || int(p) >= len(t.parts) {
-		return nil, fmt.Errorf("%w: %s-%d does not exist", ErrStorage, group.OffsetsTopic, p)
+	if !ok || t.partition(p) == nil {
+		return nil, fmt.Errorf("%w: %s-%d does not exist here", ErrStorage, group.OffsetsTopic, p)
 	}
-	return t.parts[p], nil
+	return t.partition(p), nil
 }
 
 func (st offsetsStorage) Append(p int32, batch []byte) error {
@@ -97,5 +97,5 @@ func (st offsetsStorage) MaxBatchBytes() int {
 
 func (st offsetsStorage) PartitionExists(topic string, p int32) bool {
 	t, ok := st.reg.get(topic)
-	return ok && p >= 0 && int(p) < len(t.parts)
+	return ok && t.hasPartition(p)
 }

@@ -57,12 +57,16 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 			switch {
 			case named[sessionKey{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case !ok:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				listOffset(rc, t.parts[rp.Partition], rp.Timestamp, req.IsolationLevel, budget, &sp)
+				part, code := s.leaderPartition(t, rp.Partition)
+				if code == 0 {
+					code = s.leaderEpochCode(t, rp.Partition, rp.CurrentLeaderEpoch)
+				}
+				if sp.ErrorCode = code; code == 0 {
+					listOffset(rc, part, rp.Timestamp, req.IsolationLevel, budget, &sp)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -4,6 +4,12 @@ package server
 //
 // Single node: this broker is the only broker, the controller and the leader
 // of every partition (leader epoch 0, replicas = ISR = [this node]).
+// Cluster mode: every live broker (its client listener and rack), the
+// controller, and each partition's leader, leader epoch, replicas, ISR and
+// offline replicas (assigned brokers not live) from the partition states
+// this broker watches; a partition without a live leader (offline, or not
+// yet elected) is LEADER_NOT_AVAILABLE with leader -1. Every broker answers
+// alike (the states are ZooKeeper's), up to the moment each sees a change.
 // Topics are auto-created with num.partitions when the request allows it
 // (v4+: AllowAutoTopicCreation; v0-3: always, as in Kafka) and
 // auto.create.topics.enable is true. Deviations: authorized operations are
@@ -123,12 +129,8 @@ const authorizedOpsUnknown = -2147483648
 func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	adv := s.advertised()
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, adv.host, int32(adv.port)
-	resp.Brokers = append(resp.Brokers, b)
+	resp.Brokers, resp.ControllerID = s.metadataBrokers()
 	resp.ClusterID = &s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
 	resp.AuthorizedOperations = authorizedOpsUnknown
 
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -188,6 +190,10 @@ func metadataTopic(s *Server, t *topic, name string, code int16) kmsg.MetadataRe
 	}
 	mt.TopicID = t.id
 	mt.IsInternal = t.name == "__consumer_offsets" || t.name == "__transaction_state"
+	if s.cluster != nil {
+		mt.Partitions = s.clusterPartitions(t)
+		return mt
+	}
 	for _, p := range t.parts {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.tp.Partition

@@ -28,14 +28,18 @@ func handleOffsetForLeaderEpoch(s *Server, _ *requestContext, kreq kmsg.Request)
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
 			switch {
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case !ok:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.CurrentLeaderEpoch < -1:
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
 			default:
-				sp.EndOffset, sp.LeaderEpoch = t.parts[rp.Partition].log.EndOffsetForEpoch(rp.LeaderEpoch)
+				part, code := s.leaderPartition(t, rp.Partition)
+				if code == 0 {
+					code = s.leaderEpochCode(t, rp.Partition, rp.CurrentLeaderEpoch)
+				}
+				if sp.ErrorCode = code; code == 0 {
+					sp.EndOffset, sp.LeaderEpoch = part.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -129,10 +129,12 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			switch {
 			case code != 0:
 				sp.ErrorCode = code
-			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				produceOne(s, rc, t, t.parts[rp.Partition], rp.Records, &sp)
+				if p, pcode := s.leaderPartition(t, rp.Partition); pcode != 0 {
+					sp.ErrorCode = pcode
+				} else {
+					produceOne(s, rc, t, p, rp.Records, &sp)
+				}
 			}
 			if sp.ErrorCode != 0 {
 				failed = true

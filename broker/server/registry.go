@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/broker/cluster"
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
@@ -32,8 +33,36 @@ type topic struct {
 	id        [16]byte
 	overrides map[string]string
 	cfg       config.Topic
-	parts     []*partition
+	// npart is the topic's partition count; parts are the partitions with
+	// a replica on this broker, in partition order: all of them on a
+	// single node, those assigned here in cluster mode. Look a partition
+	// up with partition(p), never by indexing parts.
+	npart int32
+	parts []*partition
+	// replicas is the cluster's assignment, replicas[p] preferred leader
+	// first (nil on a single node).
+	replicas [][]int32
 }
+
+// partition returns partition p when this broker holds a replica of it
+// (every partition on a single node), else nil.
+func (t *topic) partition(p int32) *partition {
+	if p < 0 || p >= t.npart {
+		return nil
+	}
+	if len(t.parts) == int(t.npart) { // all here: parts[p] is partition p
+		return t.parts[p]
+	}
+	i := sort.Search(len(t.parts), func(i int) bool { return t.parts[i].tp.Partition >= p })
+	if i < len(t.parts) && t.parts[i].tp.Partition == p {
+		return t.parts[i]
+	}
+	return nil
+}
+
+// hasPartition reports whether the topic has partition p (here or on
+// another broker).
+func (t *topic) hasPartition(p int32) bool { return p >= 0 && p < t.npart }
 
 // registry is the serving view of the topic metadata: the topics of the
 // metadata.Store, each with its open partition logs. The store decides what
@@ -51,6 +80,11 @@ type registry struct {
 	broker  config.Broker
 	logger  *slog.Logger
 	metrics *metrics
+	// placement is the cluster's replica assignment (nil on a single
+	// node): in cluster mode a topic is registered with no open partition
+	// and the cluster's states open the partitions assigned here
+	// (cluster_registry.go).
+	placement placement
 
 	mu     sync.RWMutex
 	topics map[string]*topic
@@ -61,8 +95,8 @@ type registry struct {
 // deletes partition directories of topics the store does not list (a
 // DeleteTopics interrupted after the store was written). A store never
 // written adopts the partition directories it finds instead.
-func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics) (*registry, error) {
-	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, topics: map[string]*topic{}, busy: map[string]bool{}}
+func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics, pl placement) (*registry, error) {
+	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, placement: pl, topics: map[string]*topic{}, busy: map[string]bool{}}
 	topics, fresh, err := store.Load()
 	if err != nil {
 		return nil, metaErr(err)
@@ -71,7 +105,11 @@ func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logg
 	for _, tp := range mgr.Partitions() {
 		onDisk[tp.Topic] = max(onDisk[tp.Topic], tp.Partition+1)
 	}
-	if fresh && len(onDisk) > 0 {
+	if fresh && len(onDisk) > 0 && pl != nil {
+		logger.Warn("the cluster has no topics but this data directory holds partitions: they are left on disk, unserved",
+			"topics", len(onDisk))
+	}
+	if fresh && len(onDisk) > 0 && pl == nil {
 		// No metadata but data: adopt what is on disk rather than lose it.
 		names := make([]string, 0, len(onDisk))
 		for name := range onDisk {
@@ -90,7 +128,11 @@ func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logg
 	start := time.Now()
 	partitions := 0
 	for _, mt := range topics {
-		t := &topic{name: mt.Name, id: mt.ID, overrides: mt.Configs, cfg: b.ResolveTopic(mt.Configs)}
+		t := &topic{name: mt.Name, id: mt.ID, overrides: mt.Configs, cfg: b.ResolveTopic(mt.Configs), npart: mt.Partitions}
+		if pl != nil { // cluster mode: the partitions assigned here open as their states arrive
+			r.topics[t.name] = t
+			continue
+		}
 		if err := r.openPartitions(t, mt.Partitions); err != nil {
 			return nil, err
 		}
@@ -103,7 +145,7 @@ func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logg
 	if !fresh {
 		var orphans []plog.TopicPartition
 		for _, tp := range mgr.Partitions() {
-			if t, ok := r.topics[tp.Topic]; ok && int(tp.Partition) < len(t.parts) {
+			if t, ok := r.topics[tp.Topic]; ok && tp.Partition < t.npart {
 				continue
 			}
 			orphans = append(orphans, tp)
@@ -141,6 +183,7 @@ func (r *registry) openPartitions(t *topic, n int32) error {
 			t.parts = append(t.parts, &partition{tp: tps[i], log: l})
 		}
 	}
+	t.npart = int32(len(t.parts))
 	if err != nil {
 		return fmt.Errorf("%w: open partitions of %s: %v", ErrStorage, t.name, err)
 	}
@@ -237,7 +280,7 @@ func (r *registry) getOrAutoCreate(name string, allow bool) (*topic, int16) {
 	if topicname.Check(name) != nil {
 		return nil, kerr.InvalidTopicException.Code
 	}
-	t, code, _ := r.create(name, r.broker.NumPartitions, nil, false)
+	t, code, _ := r.create(name, r.broker.NumPartitions, nil, nil, false)
 	if code == kerr.TopicAlreadyExists.Code {
 		if t, ok := r.get(name); ok {
 			return t, 0
@@ -271,8 +314,11 @@ func (r *registry) reserveLocked(name string) (int16, string) {
 }
 
 // create registers a topic and opens its partitions. validateOnly checks
-// without creating. It returns a Kafka error code and a message.
-func (r *registry) create(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, int16, string) {
+// without creating. replicas is the cluster's assignment (nil: the cluster
+// Store assigns with default.replication.factor; ignored on a single
+// node). It returns a Kafka error code and a message. In cluster mode no
+// partition is opened here: each replica opens when its state arrives.
+func (r *registry) create(name string, partitions int32, replicas [][]int32, overrides map[string]string, validateOnly bool) (*topic, int16, string) {
 	if topicname.Check(name) != nil {
 		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is not legal: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'", name)
 	}
@@ -284,7 +330,10 @@ func (r *registry) create(name string, partitions int32, overrides map[string]st
 		r.mu.Unlock()
 		return nil, code, msg
 	}
-	t := &topic{name: name, id: metadata.NewTopicID(), overrides: overrides, cfg: r.broker.ResolveTopic(overrides)}
+	t := &topic{name: name, id: metadata.NewTopicID(), overrides: overrides, cfg: r.broker.ResolveTopic(overrides), npart: partitions}
+	if r.placement == nil {
+		replicas = nil
+	}
 	if validateOnly {
 		r.mu.Unlock()
 		return t, 0, ""
@@ -299,12 +348,21 @@ func (r *registry) create(name string, partitions int32, overrides map[string]st
 
 	// Register first, then create: a crash in between leaves a registered
 	// topic whose missing partitions are created on the next start.
-	if err := r.store.CreateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: partitions, Configs: overrides}); err != nil {
+	if err := r.store.CreateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: partitions, Configs: overrides, Replicas: replicas}); err != nil {
 		code := kerr.KafkaStorageError.Code
-		if errors.Is(err, metadata.ErrTopicExists) {
+		switch {
+		case errors.Is(err, metadata.ErrTopicExists):
 			code = kerr.TopicAlreadyExists.Code
+		case errors.Is(err, cluster.ErrInvalid):
+			code = kerr.InvalidReplicationFactor.Code
 		}
 		return nil, code, err.Error()
+	}
+	if r.placement != nil {
+		r.mu.Lock()
+		r.topics[name] = t
+		r.mu.Unlock()
+		return t, 0, ""
 	}
 	if err := r.openPartitions(t, partitions); err != nil {
 		r.logger.Error("create topic", "topic", name, "err", err)

@@ -6,11 +6,14 @@ package server
 // existing *partition values (their mutexes serialise appends).
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/broker/cluster"
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
@@ -20,8 +23,11 @@ import (
 // addPartitions raises a topic's partition count to count. It returns a
 // Kafka error code and a message. As create does, it holds registry.mu only
 // to reserve the topic and to publish the result, not while it writes the
-// metadata store and creates the new partition directories.
-func (r *registry) addPartitions(name string, count int32, validateOnly bool) (int16, string) {
+// metadata store and creates the new partition directories. In cluster
+// mode assigned lists the new partitions' replicas (nil: the Store assigns
+// them with partition 0's replication factor) and no partition is opened
+// here: the cluster's states open those assigned to this broker.
+func (r *registry) addPartitions(name string, count int32, assigned [][]int32, validateOnly bool) (int16, string) {
 	r.mu.Lock()
 	t, ok := r.topics[name]
 	var code int16
@@ -33,8 +39,12 @@ func (r *registry) addPartitions(name string, count int32, validateOnly bool) (i
 		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q is being changed; retry", name)
 	case name == group.OffsetsTopic:
 		code, msg = kerr.InvalidPartitions.Code, "the partition count of "+group.OffsetsTopic+" is fixed: groups map to its partitions by hash"
-	case count <= int32(len(t.parts)):
-		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the count can only grow", name, len(t.parts))
+	case count <= t.npart:
+		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the count can only grow", name, t.npart)
+	case r.placement != nil && assigned != nil && len(assigned) != int(count-t.npart):
+		code, msg = kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("%d new partitions, %d assigned", count-t.npart, len(assigned))
+	case r.placement != nil && assigned != nil && len(t.replicas) != int(t.npart):
+		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q: its assignment is not known here yet; retry", name)
 	case count > metadata.MaxPartitions:
 		code, msg = kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d out of range 1..%d", count, metadata.MaxPartitions)
 	}
@@ -51,11 +61,26 @@ func (r *registry) addPartitions(name string, count int32, validateOnly bool) (i
 	}()
 	// Register first, then create: a crash in between leaves partitions
 	// that the next start creates.
-	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: count, Configs: t.overrides}); err != nil {
+	var replicas [][]int32
+	if r.placement != nil && assigned != nil {
+		replicas = append(slices.Clone(t.replicas), assigned...)
+	}
+	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: count, Configs: t.overrides, Replicas: replicas}); err != nil {
+		if errors.Is(err, cluster.ErrInvalid) {
+			return kerr.InvalidReplicationFactor.Code, err.Error()
+		}
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
+	if r.placement != nil {
+		nt := *t
+		nt.npart = count
+		r.mu.Lock()
+		r.topics[name] = &nt
+		r.mu.Unlock()
+		return 0, ""
+	}
 	tps := make([]plog.TopicPartition, 0, int(count)-len(t.parts))
-	for p := int32(len(t.parts)); p < count; p++ {
+	for p := t.npart; p < count; p++ {
 		tps = append(tps, plog.TopicPartition{Topic: name, Partition: p})
 	}
 	lc := logConfig(t.cfg)
@@ -69,6 +94,7 @@ func (r *registry) addPartitions(name string, count int32, validateOnly bool) (i
 		}
 		nt.parts = append(nt.parts, &partition{tp: tps[i], log: l})
 	}
+	nt.npart = int32(len(nt.parts))
 	r.mu.Lock()
 	r.topics[name] = nt // the partitions opened so far are served
 	r.mu.Unlock()
@@ -118,10 +144,10 @@ func (r *registry) setConfigs(name string, overrides map[string]string, validate
 		overrides = nil
 	}
 	// One small atomic write under registry.mu: config changes are rare.
-	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: int32(len(t.parts)), Configs: overrides}); err != nil {
+	if err := r.store.UpdateTopic(metadata.Topic{Name: name, ID: t.id, Partitions: t.npart, Configs: overrides}); err != nil {
 		return kerr.KafkaStorageError.Code, err.Error()
 	}
-	nt := &topic{name: t.name, id: t.id, overrides: overrides, cfg: r.broker.ResolveTopic(overrides), parts: t.parts}
+	nt := &topic{name: t.name, id: t.id, overrides: overrides, cfg: r.broker.ResolveTopic(overrides), npart: t.npart, parts: t.parts, replicas: t.replicas}
 	r.topics[name] = nt
 	lc := logConfig(nt.cfg)
 	lc.ProducerIDExpiration = producerIDExpiration(r.broker)

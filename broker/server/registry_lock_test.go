@@ -107,7 +107,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 
 	created := make(chan error, 1)
 	go func() {
-		_, code, msg := s.topics.create("big", partitions, nil, false)
+		_, code, msg := s.topics.create("big", partitions, nil, nil, false)
 		if code != 0 {
 			created <- &codeError{code, msg}
 			return
@@ -133,7 +133,7 @@ func TestBigTopicAdminDoesNotStallTraffic(t *testing.T) {
 	go func() { code, _ := s.topics.delete("big"); deleted <- code }()
 	<-fs.reached
 	took = produce("during delete")
-	if _, code, _ := s.topics.create("big", 1, nil, false); code == 0 {
+	if _, code, _ := s.topics.create("big", 1, nil, nil, false); code == 0 {
 		t.Fatal("a topic being deleted was created again")
 	}
 	fs.release()

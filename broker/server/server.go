@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicehq/sluice/broker/cluster"
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
@@ -32,8 +33,13 @@ type Options struct {
 	// sendfile for fetches); tests use vfs.NewMem and vfs.NewFaulty.
 	FS vfs.FS
 	// Metadata holds the topics and producer-id blocks; nil = a
-	// metadata.FileStore (topics.json, producer-ids.json) in DataDir.
+	// metadata.FileStore (topics.json, producer-ids.json) in DataDir, or
+	// the Cluster's Store.
 	Metadata metadata.Store
+	// Cluster runs the server in cluster mode (cluster.go): topics in the
+	// cluster's Store, partition roles from its states. nil = single node.
+	// Its OnStates should call ApplyStates once New returned.
+	Cluster *cluster.Node
 }
 
 // Server is a single-node Kafka-protocol broker.
@@ -49,6 +55,7 @@ type Server struct {
 	sessions *fetchSessions // incremental fetch sessions
 	reqMem   *requestMemory // queued.max.request.bytes over all connections
 	groups   *group.Coordinator
+	cluster  *clusterView // nil on a single node
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -110,6 +117,13 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, fmt.Errorf("server: open data dir %s: %w", opts.DataDir, err)
 	}
+	var pl placement
+	if opts.Cluster != nil {
+		pl = opts.Cluster
+		if opts.Metadata == nil {
+			opts.Metadata = opts.Cluster.Store()
+		}
+	}
 	if opts.Metadata == nil {
 		if opts.Metadata, err = metadata.OpenFileStore(opts.FS, opts.DataDir); err != nil {
 			_ = mgr.Close()
@@ -119,7 +133,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m := newMetrics()
 	m.reg.MustRegister(mgr.Collector())
-	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m)
+	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m, pl)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
@@ -142,6 +156,11 @@ func New(opts Options) (*Server, error) {
 	go s.retentionLoop()
 	go s.groupLoop()
 	go s.cleanerLoop()
+	if opts.Cluster != nil {
+		s.cluster = newClusterView(opts.Cluster)
+		s.retentionWG.Add(1)
+		go s.clusterLoop()
+	}
 	return s, nil
 }
 
@@ -336,6 +355,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.stopCluster()
 	for _, c := range conns {
 		c.stopReading()
 	}

@@ -27,18 +27,20 @@ func newBrokerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
-		Short: "Run a single-node Kafka-protocol broker",
+		Short: "Run a Kafka-protocol broker (single node, or a cluster member with --zookeeper)",
 		Long: `Run a sluice broker: a Kafka-protocol server over the partition logs in --data-dir.
 --config takes a Kafka server.properties-style file (num.partitions, log.retention.hours,
-log.segment.bytes, message.max.bytes, auto.create.topics.enable, ...). SIGTERM or SIGINT
-shuts down cleanly.`,
+log.segment.bytes, message.max.bytes, auto.create.topics.enable, ...).
+With --zookeeper HOSTS/chroot (or zookeeper.connect) the broker joins a cluster as
+--node-id (or broker.id / node.id): topics live in ZooKeeper, partitions have leaders,
+replicas and an ISR (default.replication.factor, min.insync.replicas, broker.rack,
+unclean.leader.election.enable, auto.leader.rebalance.enable, replica.lag.time.max.ms).
+SIGTERM or SIGINT shuts down cleanly; in a cluster it first moves this broker's
+leaderships to other in-sync replicas (controlled shutdown).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dataDir == "" {
 				return errors.New("broker: --data-dir is required")
-			}
-			if zookeeper != "" {
-				return errors.New("broker: --zookeeper (cluster mode) is not available yet; run without it for a single node")
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -63,6 +65,9 @@ shuts down cleanly.`,
 			}
 			if cmd.Flags().Changed("node-id") {
 				cfg.NodeID = nodeID
+			}
+			if zookeeper != "" {
+				cfg.ZookeeperConnect = zookeeper
 			}
 			b, err := broker.Start(broker.Options{DataDir: dataDir, Listen: listen, MetricsListen: metricsListen, Config: cfg, Logger: logger})
 			if err != nil {
@@ -92,7 +97,7 @@ shuts down cleanly.`,
 	f.Int32Var(&nodeID, "node-id", 0, "this broker's node id (overrides node.id / broker.id of --config)")
 	f.StringVar(&configFile, "config", "", "Kafka-style .properties file")
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9404)")
-	f.StringVar(&zookeeper, "zookeeper", "", "ZooKeeper HOSTS/chroot for cluster mode (not available yet)")
+	f.StringVar(&zookeeper, "zookeeper", "", "ZooKeeper HOSTS/chroot: run as a member of that cluster (e.g. 127.0.0.1:2181/sluice)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&registryListen, "registry-listen", "", "also serve the schema registry REST API on this address (e.g. 127.0.0.1:8081), stored in this broker's _schemas topic")
 	return cmd

@@ -42,6 +42,10 @@
 // WorkerOptions.HoldIdle of its clock with none of the run's tasks running
 // (a leader that died before ending the run).
 //
+// A worker's clock (WorkerOptions.Clock) is its engine's too: the loader's
+// attempt leases and commit times run on it, as a scheduler's clock is its
+// LoaderEngine's (scheduler.ClockTaker).
+//
 // Leadership is not fenced in ZooKeeper: for up to a session timeout an
 // old leader may still dispatch while a new one adopts. That can run a task
 // twice, never commit it twice (point 4).

@@ -32,9 +32,11 @@ type WorkerOptions struct {
 	// (see RunWorker) once none of the run's tasks is running on it, when
 	// the run is not seen to end first (default 1m).
 	HoldIdle time.Duration
-	// Clock times HoldIdle (nil: the real clock). ZooKeeper retries and
-	// the queue's safety-net poll stay on the real clock: they are network
-	// backoffs.
+	// Clock times HoldIdle and the tasks (nil: the real clock), and is
+	// the engine's clock when the engine is a scheduler.ClockTaker (the
+	// loader's attempt leases and commit times are then the worker's, as a
+	// scheduler's are its own). ZooKeeper retries and the queue's
+	// safety-net poll stay on the real clock: they are network backoffs.
 	Clock clock.Clock
 }
 
@@ -67,6 +69,9 @@ func RunWorker(ctx context.Context, opts WorkerOptions) error {
 	w := &worker{opts: opts, log: opts.Logger.With("worker", opts.Name), running: map[string]bool{},
 		done: make(chan string, opts.Tasks), clock: clock.OrReal(opts.Clock), runs: map[string]*runHold{},
 		stop: make(chan struct{})}
+	if ct, ok := opts.Engine.(scheduler.ClockTaker); ok {
+		ct.TakeClock(w.clock) // the loader's time is the worker's
+	}
 	first := true
 	for ctx.Err() == nil {
 		c, err := Dial(opts.Connect, opts.SessionTimeout, w.log)
@@ -234,7 +239,7 @@ func (w *worker) claim(ctx context.Context, c *Conn, name string) {
 func (w *worker) run(ctx context.Context, c *Conn, name string, p payload) {
 	log := w.log.With("job", p.Job, "run", p.Run, "task", p.Task.ID(), "attempt", p.Attempt)
 	log.Info("task claimed")
-	start := time.Now()
+	start := w.clock.Now()
 	res := result{Worker: w.opts.Name}
 	job, done, err := w.acquire(ctx, p)
 	defer done()
@@ -245,12 +250,13 @@ func (w *worker) run(ctx context.Context, c *Conn, name string, p payload) {
 		return // stopping: leave the claim to vanish with the session
 	}
 	res.OK = err == nil
-	w.opts.Metrics.WorkerTask(p.Job, res.Report, time.Since(start), err)
+	took := w.clock.Now().Sub(start)
+	w.opts.Metrics.WorkerTask(p.Job, res.Report, took, err)
 	if err != nil {
 		res.Error = err.Error()
 		log.Warn("task failed", "err", err)
 	} else {
-		log.Info("task done", "records", res.Report.Records, "committed", res.Report.Committed, "duration", time.Since(start))
+		log.Info("task done", "records", res.Report.Records, "committed", res.Report.Committed, "duration", took)
 	}
 	b, _ := json.Marshal(res)
 	if _, err := c.zk.Create(c.p("/results/"+name), b, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {

@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/scheduler/cluster"
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
+	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // holdCounter is the loader's engine with its holds counted: each release
@@ -42,7 +44,9 @@ func (e *holdCounter) HoldJob(ctx context.Context, job scheduler.Job) (func(), e
 // system): the worker's source connections are fewer than the run's
 // tasks, and it takes one hold for them. The hold lasts until the run
 // ends (the leader deletes /runs/<id>), or, for a run not seen to end,
-// until HoldIdle passes on the worker's clock.
+// until HoldIdle passes on the worker's clock. The worker's clock is its
+// engine's: the run's commits are stamped with the manual clock's time (a
+// day before the wall clock's), not the wall clock's.
 func TestWorkerHoldsOneLoaderPerRun(t *testing.T) {
 	connect := zkharness.Start(t).Connect("/sluice-hold")
 	addr := sluice.StartBroker(t, sluice.BrokerOptions{}).Addr
@@ -80,7 +84,7 @@ func TestWorkerHoldsOneLoaderPerRun(t *testing.T) {
 		dials.Add(1)
 		return d.DialContext(ctx, network, host)
 	})}
-	clk := clock.NewManual(time.Now())
+	clk := clock.NewManual(time.Now().Add(-24 * time.Hour).Truncate(time.Second))
 	const idle = time.Minute
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	stopped := make(chan error, 1)
@@ -129,6 +133,7 @@ func TestWorkerHoldsOneLoaderPerRun(t *testing.T) {
 	if n := engine.holds.Load(); n != 1 {
 		t.Errorf("%d holds for one run, want 1", n)
 	}
+	checkStamps(t, out, clk.Now())
 	select {
 	case <-engine.released:
 		t.Fatal("the run's hold was released while the run was still in flight")
@@ -152,4 +157,33 @@ func TestWorkerHoldsOneLoaderPerRun(t *testing.T) {
 	}
 	clk.Advance(idle)
 	waitReleased("its idle timeout")
+}
+
+// checkStamps checks that every commit of topic pv in the output dir was
+// stamped at want (the worker's clock), and that there are some.
+func checkStamps(t *testing.T, dir string, want time.Time) {
+	t.Helper()
+	fs, err := filesystem.Open("file://" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	store := writers.NewStore(fs, writers.StoreOptions{})
+	n := 0
+	for p := int32(0); p < 2; p++ {
+		ms, err := store.Commits("pv", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			n++
+			if !m.Committed.Equal(want) {
+				t.Errorf("commit pv/%d@%d stamped %v, want the worker's clock's %v (wall clock %v)",
+					m.Partition, m.Start, m.Committed, want, time.Now())
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no commits")
+	}
 }
