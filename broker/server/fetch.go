@@ -77,6 +77,10 @@ type fetchTarget struct {
 	maxBytes    int32
 	leaderEpoch int32
 	cached      *sessionPart // nil without a session
+	// Set by replicaFetchChecks in cluster mode (replication.go).
+	replicated bool  // the leader's checks ran: code replaces the epoch-0 check
+	code       int16 // the leader's refusal, 0 if none
+	follower   bool  // a follower's fetch: read to the log end
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -126,6 +130,9 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		sess.epoch = nextEpoch(req.SessionEpoch)
 	}
 	targets := fetchTargets(s, req, sess, incremental)
+	if s.replicas != nil {
+		replicaFetchChecks(s, req.ReplicaID, targets)
+	}
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := s.clock.Now().Add(maxWait)
 	var timer clock.Timer
@@ -209,13 +216,18 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 		switch {
 		case w.t == nil || w.partition < 0 || int(w.partition) >= len(w.t.parts):
 			fp.code = kerr.UnknownTopicOrPartition.Code
-		case w.leaderEpoch > 0:
+		case w.code != 0:
+			fp.code = w.code
+		case w.leaderEpoch > 0 && !w.replicated:
 			fp.code = kerr.UnknownLeaderEpoch.Code
 		default:
 			l := w.t.parts[w.partition].log
 			changed = append(changed, l.Changed())
 			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
 			bound, lastStable := fetchBound(l, req.IsolationLevel, fp.hw)
+			if w.follower {
+				bound = replicaReadBound
+			}
 			fp.lastStable = lastStable
 			remaining := answerMax - total
 			if total > 0 && remaining <= 0 {

@@ -30,6 +30,8 @@ func handleOffsetForLeaderEpoch(s *Server, _ *requestContext, kreq kmsg.Request)
 			switch {
 			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case s.replicas != nil:
+				offsetForLeaderEpochReplicated(s, rt.Topic, &rp, &sp)
 			case rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.CurrentLeaderEpoch < -1:

@@ -111,7 +111,8 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		global = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	failed := false
-	for _, rt := range req.Topics {
+	var waits []replicatedAppend // acks=-1 appends of replicated partitions
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		var t *topic
@@ -131,6 +132,8 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 				sp.ErrorCode = code
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case s.replicas != nil:
+				produceReplicated(s, rc, req.Acks, t, t.parts[rp.Partition], rp.Records, &sp, &waits, ti, len(st.Partitions))
 			default:
 				produceOne(s, rc, t, t.parts[rp.Partition], rp.Records, &sp)
 			}
@@ -140,6 +143,9 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(waits) > 0 {
+		awaitReplicated(s, rc, req.TimeoutMillis, resp, waits)
 	}
 	if req.Acks == 0 {
 		if failed {

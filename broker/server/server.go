@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/broker/replica"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
@@ -49,6 +50,7 @@ type Server struct {
 	sessions *fetchSessions // incremental fetch sessions
 	reqMem   *requestMemory // queued.max.request.bytes over all connections
 	groups   *group.Coordinator
+	replicas *replica.Manager // cluster mode (replication.go); nil = single node
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -336,6 +338,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.closeReplicas(ctx)
 	for _, c := range conns {
 		c.stopReading()
 	}
