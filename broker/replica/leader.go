@@ -182,15 +182,15 @@ func (m *Manager) alterISRLocked(p *partition, isr []int32) {
 		p.pendingISR = nil
 		switch {
 		case err == nil:
-			if nv > p.version {
+			if nv > p.version { // else the new state was applied already
 				p.isr, p.version = isr, nv
-				if len(isr) < len(old) {
-					m.metrics.isrShrinks.Inc()
-				} else {
-					m.metrics.isrExpands.Inc()
-				}
-				m.logger.Info("ISR changed", "topic", p.key.topic, "partition", p.key.partition, "from", old, "to", isr, "version", nv)
 			}
+			if len(isr) < len(old) {
+				m.metrics.isrShrinks.Inc()
+			} else {
+				m.metrics.isrExpands.Inc()
+			}
+			m.logger.Info("ISR changed", "topic", p.key.topic, "partition", p.key.partition, "from", old, "to", isr, "version", nv)
 		case errors.Is(err, ErrStaleState):
 			if p.version == version {
 				p.alterStale = true // the next Apply brings the state that won
