@@ -35,6 +35,10 @@ type Options struct {
 	// Metadata holds the topics and producer-id blocks; nil = a
 	// metadata.FileStore (topics.json, producer-ids.json) in DataDir.
 	Metadata metadata.Store
+	// Replicated is cluster mode: the partitions' high watermarks are kept
+	// from their checkpoints and moved by replication (SetReplicas), not set
+	// to the log end when a partition opens.
+	Replicated bool
 }
 
 // Server is a single-node Kafka-protocol broker.
@@ -121,7 +125,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m := newMetrics()
 	m.reg.MustRegister(mgr.Collector())
-	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m)
+	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m, opts.Replicated)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
