@@ -77,7 +77,14 @@
 // # Time
 //
 // All waits (ticks, rescans, backoffs) go through Options.Clock
-// (internal/clock); tests drive a clock.Manual.
+// (internal/clock); tests drive a clock.Manual. The clock may be stepped
+// (the wall clock set forward or back while a wait runs): the loop never
+// waits longer than ScanInterval, so it sees a step within one; a tick a
+// step forward passed runs at once (the ticks it passed collapse into
+// one); a step back rescans at once, moves @every jobs' next runs back by
+// the step (they keep their interval) and leaves wall-clock ticks where
+// they are (an hourly job runs at the hour the clock shows, no tick twice).
+// TestSchedulerSurvivesClockSteps steps a clock.Manual (Step) both ways.
 //
 // # Concurrency
 //

@@ -198,9 +198,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.adopt(ctx, r)
 	}
 	s.log.Info("scheduler started", "jobs_dir", s.opts.JobsDir, "jobs", len(s.jobs), "adopted_runs", len(adopt))
-	nextScan := s.clock.Now().Add(s.opts.ScanInterval)
+	last := s.clock.Now()
+	nextScan := last.Add(s.opts.ScanInterval)
 	for {
 		now := s.clock.Now()
+		if back := last.Sub(now); back > 0 {
+			// The clock was stepped back: deadlines taken on the old
+			// reading lie too far ahead. Rescan now, and move the
+			// @every jobs' next runs back with it.
+			s.steppedBack(back)
+			nextScan = now
+		}
+		last = now
 		if !now.Before(nextScan) {
 			s.scan(keep)
 			nextScan = now.Add(s.opts.ScanInterval)
@@ -209,7 +218,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if wakeAt.IsZero() || nextScan.Before(wakeAt) {
 			wakeAt = nextScan
 		}
-		t := s.clock.NewTimer(wakeAt.Sub(now))
+		// A wait never outlasts ScanInterval, whatever the deadline: a
+		// clock stepped while the loop sleeps is seen within one.
+		t := s.clock.NewTimer(min(wakeAt.Sub(now), s.opts.ScanInterval))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -218,6 +229,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-t.C():
 		case <-s.wake:
 			t.Stop()
+		}
+	}
+}
+
+// steppedBack moves the next run of every @every job back by d, the step
+// the clock was set back by, so that it keeps its distance in elapsed time
+// (a wall-clock schedule keeps its tick: an hourly job still runs at the
+// hour the clock now shows, and a tick already run is not run again).
+func (s *Scheduler) steppedBack(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Warn("the clock stepped back: rescanning, @every jobs keep their interval", "by", d)
+	for _, js := range s.jobs {
+		if _, every := js.schedule.(cron.ConstantDelaySchedule); every && !js.next.IsZero() {
+			js.next = js.next.Add(-d)
 		}
 	}
 }

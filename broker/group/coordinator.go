@@ -79,6 +79,10 @@ type Options struct {
 	// pending member ids, committed offsets and group ids
 	// (group.coordinator.max.bytes, sluice: 256 MiB).
 	MaxCoordinatorBytes int64
+	// Clustered: New loads no partition; the server loads each offsets
+	// partition when this broker becomes its leader (LoadPartition) and
+	// drops it when it stops leading (DropPartition); see partitions.go.
+	Clustered bool
 }
 
 func (o *Options) defaults() {
@@ -189,7 +193,7 @@ func New(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrStorage, OffsetsTopic, err)
 	}
 	c.partitions = n
-	for p := int32(0); p < n; p++ {
+	for p := int32(0); p < n && !opts.Clustered; p++ {
 		if err := c.load(p); err != nil {
 			return nil, err
 		}

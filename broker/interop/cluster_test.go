@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,6 +152,18 @@ func TestClusterLeaderKilled(t *testing.T) {
 	}
 	if slices.Contains(after.ISR, before.Leader) || !slices.Equal(after.Offline, []int32{before.Leader}) {
 		t.Fatalf("after the kill: ISR %v offline %v; the killed broker %d must be out of the ISR and offline", after.ISR, after.Offline, before.Leader)
+	}
+	// The CLI sees it through Metadata: the partition is under-replicated.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := "--bootstrap=" + strings.Join(c.bootstrap(before.Leader), ",")
+	status := mustCLI(t, ctx, "", "cluster", "status", b)
+	if !strings.Contains(status, "brokers 2") || !strings.Contains(status, "under-replicated 1") || !strings.Contains(status, fmt.Sprintf("%s-0", topic)) {
+		t.Errorf("cluster status after the kill:\n%s", status)
+	}
+	described := mustCLI(t, ctx, "", "topics", "describe", topic, b)
+	if want := fmt.Sprintf("%v", after.ISR); !strings.Contains(described, want) {
+		t.Errorf("topics describe does not show the ISR %s:\n%s", want, described)
 	}
 	acked := produceNumbered(t, cl, 50, "after")
 	for r := range acked {

@@ -43,14 +43,33 @@ import (
 	"github.com/sluicehq/sluice/broker/metadata"
 )
 
+// schemasTopic is the schema registry's topic (broker/schemaregistry's default).
+const schemasTopic = "_schemas"
+
 // storeRecheck is how often the cluster loop rereads the Store even when
 // the Node's view shows no change of topics (a topic deleted and created
 // again under the same name between two looks, a config changed on
 // another broker).
 const storeRecheck = 10 * time.Second
 
-// placement is what the registry needs of the cluster: this broker's id.
-type placement interface{ ID() int32 }
+// placement is what the registry needs of the cluster: this broker's id,
+// the live brokers and an assignment of new partitions (*cluster.Node).
+type placement interface {
+	ID() int32
+	Brokers() []cluster.BrokerInfo
+	AssignReplicas(first, count int32, replicationFactor int) ([][]int32, error)
+}
+
+// internalReplicas assigns the partitions of an internal topic in cluster
+// mode: replication factor internalReplicationFactor, or the live brokers
+// if fewer; nil on a single node.
+func (r *registry) internalReplicas(partitions int32) ([][]int32, error) {
+	if r.placement == nil {
+		return nil, nil
+	}
+	rf := min(internalReplicationFactor, len(r.placement.Brokers()))
+	return r.placement.AssignReplicas(0, partitions, max(rf, 1))
+}
 
 // isLocal reports whether partition p of a topic assigned as replicas has
 // a replica on this broker (always on a single node).
@@ -66,15 +85,33 @@ type clusterView struct {
 	node *cluster.Node
 	self int32
 
-	mu        sync.Mutex // serialises reconcile; guards the fields below
-	lastLoad  time.Time
-	loaded    map[string]topicShape // what the Store held at the last read
-	leaderOf  map[partitionKey]bool // partitions this broker led at the last reconcile
-	groupLead map[int32]bool        // offsets partitions handed to the group coordinator
-	stopped   bool                  // Shutdown began: no more reconciles
+	mu       sync.Mutex // serialises reconcile; guards the fields below
+	lastLoad time.Time
+	loaded   map[string]topicShape // what the Store held at the last read
+	leaderOf map[partitionKey]bool // partitions this broker led at the last reconcile
+	stopped  bool                  // Shutdown began: no more reconciles
 
-	statesMu sync.RWMutex // guards states
+	statesMu sync.RWMutex // guards states and owned
 	states   map[partitionKey]cluster.PartitionState
+	owned    map[int32]bool // offsets partitions whose groups the coordinator loaded
+}
+
+// owns reports whether the group coordinator serves the groups of offsets
+// partition p.
+func (cv *clusterView) owns(p int32) bool {
+	cv.statesMu.RLock()
+	defer cv.statesMu.RUnlock()
+	return cv.owned[p]
+}
+
+func (cv *clusterView) setOwned(p int32, on bool) {
+	cv.statesMu.Lock()
+	defer cv.statesMu.Unlock()
+	if on {
+		cv.owned[p] = true
+	} else {
+		delete(cv.owned, p)
+	}
 }
 
 type partitionKey struct {
@@ -90,7 +127,7 @@ type topicShape struct {
 
 func newClusterView(node *cluster.Node) *clusterView {
 	return &clusterView{node: node, self: node.ID(), loaded: map[string]topicShape{}, leaderOf: map[partitionKey]bool{},
-		groupLead: map[int32]bool{}, states: map[partitionKey]cluster.PartitionState{}}
+		states: map[partitionKey]cluster.PartitionState{}, owned: map[int32]bool{}}
 }
 
 // state returns a partition's state as last seen.
@@ -161,6 +198,7 @@ func (s *Server) reconcile() {
 	}
 	s.openAssigned()
 	s.followLeadership(states)
+	s.followGroups(s.cluster.leaderOf)
 }
 
 // storeStale reports whether the Node's view of topics differs from what
@@ -396,11 +434,17 @@ func (s *Server) checkAssignment(replicas [][]int32) string {
 }
 
 // assignNew assigns partitions [first, first+count) of a new topic with
-// replication factor rf (-1: default.replication.factor) over the live
-// brokers (cluster mode).
+// replication factor rf over the live brokers (cluster mode). rf -1 is
+// default.replication.factor, except for the schema registry's topic
+// (_schemas), which like __consumer_offsets gets internalReplicationFactor
+// (or the live brokers if fewer): the registry asks for -1 so that it works
+// against a single node too.
 func (s *Server) assignNew(topic string, first, count int32, rf int16) ([][]int32, int16, string) {
 	if rf == -1 {
 		rf = s.cfg.DefaultReplicationFactor
+		if topic == schemasTopic {
+			rf = int16(max(1, min(internalReplicationFactor, len(s.cluster.node.Brokers()))))
+		}
 	}
 	if rf < 1 {
 		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d: must be at least 1 (or -1 for default.replication.factor)", rf)

@@ -77,6 +77,10 @@ type fetchTarget struct {
 	maxBytes    int32
 	leaderEpoch int32
 	cached      *sessionPart // nil without a session
+	// Set by replicaFetchChecks in cluster mode (replication.go).
+	replicated bool  // the leader's checks ran: code replaces the epoch-0 check
+	code       int16 // the leader's refusal, 0 if none
+	follower   bool  // a follower's fetch: read to the log end
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -126,6 +130,9 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		sess.epoch = nextEpoch(req.SessionEpoch)
 	}
 	targets := fetchTargets(s, req, sess, incremental)
+	if s.replicas != nil {
+		replicaFetchChecks(s, req.ReplicaID, targets)
+	}
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := s.clock.Now().Add(maxWait)
 	var timer clock.Timer
@@ -210,13 +217,18 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 		switch {
 		case pcode != 0:
 			fp.code = pcode
-		case rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch) != 0:
+		case w.code != 0:
+			fp.code = w.code
+		case !w.replicated && rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch) != 0:
 			fp.code = rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch)
 		default:
 			l := part.log
 			changed = append(changed, l.Changed())
 			fp.hw, fp.logStart = l.HighWatermark(), l.LogStartOffset()
 			bound, lastStable := fetchBound(l, req.IsolationLevel, fp.hw)
+			if w.follower {
+				bound = replicaReadBound
+			}
 			fp.lastStable = lastStable
 			remaining := answerMax - total
 			if total > 0 && remaining <= 0 {

@@ -2,8 +2,11 @@ package server
 
 // FindCoordinator (key 10), versions 0-4 (v4 batches the keys).
 //
-// A single node is the coordinator of every group. As Kafka does, the
-// first lookup of a group creates __consumer_offsets. Deviation: sluice has
+// A single node is the coordinator of every group. In cluster mode the
+// coordinator of a group is the leader of its partition of
+// __consumer_offsets (COORDINATOR_NOT_AVAILABLE while it has none; see
+// group_cluster.go). As Kafka does, the first lookup of a group creates
+// __consumer_offsets. Deviation: sluice has
 // no transactions; a transaction key is answered with this node too, and
 // InitProducerId then refuses the transactional id, so clients fail fast.
 
@@ -37,6 +40,8 @@ func handleFindCoordinator(s *Server, rc *requestContext, kreq kmsg.Request) (re
 			if err := s.groups.EnsureOffsetsTopic(); err != nil {
 				rc.logger.Error("create the offsets topic", "err", err)
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			} else if s.cluster != nil {
+				c.NodeID, c.Host, c.Port, c.ErrorCode = s.coordinatorOf(key)
 			}
 		}
 		if c.ErrorCode != 0 {

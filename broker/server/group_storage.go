@@ -31,7 +31,11 @@ func (st offsetsStorage) OffsetsPartitions(create bool) (int32, error) {
 		return 0, nil
 	}
 	overrides := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
-	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, nil, overrides, false)
+	replicas, err := st.reg.internalReplicas(st.partitions)
+	if err != nil {
+		return 0, fmt.Errorf("%w: assign %s: %v", ErrStorage, group.OffsetsTopic, err)
+	}
+	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, replicas, overrides, false)
 	if code == kerr.TopicAlreadyExists.Code {
 		if t, ok := st.reg.get(group.OffsetsTopic); ok {
 			return t.npart, nil

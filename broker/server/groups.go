@@ -40,6 +40,7 @@ func openGroups(opts Options, cfg config.Broker, reg *registry, m *metrics) (*gr
 		OffsetMetadataMaxBytes: int(gc.OffsetMetadataMaxBytes),
 		MaxGroupMetadataBytes:  gc.MaxMetadataBytes,
 		MaxCoordinatorBytes:    gc.CoordinatorMaxBytes,
+		Clustered:              opts.Cluster != nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: load consumer groups: %w", err)

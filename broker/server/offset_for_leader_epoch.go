@@ -30,6 +30,8 @@ func handleOffsetForLeaderEpoch(s *Server, _ *requestContext, kreq kmsg.Request)
 			switch {
 			case !ok:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case s.replicas != nil:
+				offsetForLeaderEpochReplicated(s, rt.Topic, &rp, &sp)
 			case rp.CurrentLeaderEpoch < -1:
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
 			default:

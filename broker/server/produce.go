@@ -111,7 +111,8 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		global = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	failed := false
-	for _, rt := range req.Topics {
+	var waits []replicatedAppend // acks=-1 appends of replicated partitions
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		var t *topic
@@ -132,6 +133,8 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			default:
 				if p, pcode := s.leaderPartition(t, rp.Partition); pcode != 0 {
 					sp.ErrorCode = pcode
+				} else if s.replicas != nil {
+					produceReplicated(s, rc, req.Acks, t, p, rp.Records, &sp, &waits, ti, len(st.Partitions))
 				} else {
 					produceOne(s, rc, t, p, rp.Records, &sp)
 				}
@@ -142,6 +145,9 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(waits) > 0 {
+		awaitReplicated(s, rc, req.TimeoutMillis, resp, waits)
 	}
 	if req.Acks == 0 {
 		if failed {

@@ -89,14 +89,16 @@ type registry struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	busy   map[string]bool // names being created or deleted
+
+	replicated bool // cluster mode: the high watermark is replication's (Options.Replicated)
 }
 
 // openRegistry loads the store, opens every registered partition and
 // deletes partition directories of topics the store does not list (a
 // DeleteTopics interrupted after the store was written). A store never
 // written adopts the partition directories it finds instead.
-func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics, pl placement) (*registry, error) {
-	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, placement: pl, topics: map[string]*topic{}, busy: map[string]bool{}}
+func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logger *slog.Logger, m *metrics, pl placement, replicated bool) (*registry, error) {
+	r := &registry{store: store, mgr: mgr, broker: b, logger: logger, metrics: m, placement: pl, topics: map[string]*topic{}, busy: map[string]bool{}, replicated: replicated}
 	topics, fresh, err := store.Load()
 	if err != nil {
 		return nil, metaErr(err)
@@ -188,6 +190,9 @@ func (r *registry) openPartitions(t *topic, n int32) error {
 		return fmt.Errorf("%w: open partitions of %s: %v", ErrStorage, t.name, err)
 	}
 	for _, p := range t.parts {
+		if r.replicated {
+			break // the leader's Manager moves it once the ISR has the records
+		}
 		// Single node: everything in the log is committed.
 		if l := p.log; l.HighWatermark() < l.LogEndOffset() {
 			if err := l.SetHighWatermark(l.LogEndOffset()); err != nil {

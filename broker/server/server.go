@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/broker/replica"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	// cluster's Store, partition roles from its states. nil = single node.
 	// Its OnStates should call ApplyStates once New returned.
 	Cluster *cluster.Node
+	// Replicated is cluster mode: the partitions' high watermarks are kept
+	// from their checkpoints and moved by replication (SetReplicas), not set
+	// to the log end when a partition opens.
+	Replicated bool
 }
 
 // Server is a single-node Kafka-protocol broker.
@@ -55,7 +60,8 @@ type Server struct {
 	sessions *fetchSessions // incremental fetch sessions
 	reqMem   *requestMemory // queued.max.request.bytes over all connections
 	groups   *group.Coordinator
-	cluster  *clusterView // nil on a single node
+	cluster  *clusterView     // nil on a single node
+	replicas *replica.Manager // cluster mode (replication.go); nil = single node
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -133,7 +139,7 @@ func New(opts Options) (*Server, error) {
 	}
 	m := newMetrics()
 	m.reg.MustRegister(mgr.Collector())
-	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m, pl)
+	reg, err := openRegistry(opts.Metadata, mgr, cfg, opts.Logger, m, pl, opts.Replicated)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
@@ -356,6 +362,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel()
 	s.stopCluster()
+	s.closeReplicas(ctx)
 	for _, c := range conns {
 		c.stopReading()
 	}

@@ -38,13 +38,27 @@ type Columns struct {
 // NewColumns compiles the decoders of p's Out fields into builders, one
 // per Out field, of the Arrow types ArrowSchema(p.Out) gives.
 func NewColumns(p *Projection, builders []array.Builder) (*Columns, error) {
+	return NewColumnsDict(p, builders, nil)
+}
+
+// NewColumnsDict is NewColumns with the text columns that have a
+// StringDict in dicts (by Out field; nil entries and a short or nil
+// dicts: none) decoded into it instead of their builder. Such a field must
+// be a string or an enum, or a union of null and one of them.
+func NewColumnsDict(p *Projection, builders []array.Builder, dicts []*StringDict) (*Columns, error) {
 	if len(builders) < len(p.Pick) {
 		return nil, fmt.Errorf("avrocodec: columns: %d builders for %d fields", len(builders), len(p.Pick))
 	}
 	c := &Columns{p: p, cols: make([]colFn, len(p.Pick)), strict: make([]scanFn, len(p.Pick))}
 	for j, i := range p.Pick {
 		f := p.In.Fields()[i]
-		fn, err := compileCol(f.Type(), builders[j], f.Name(), 0)
+		var fn colFn
+		var err error
+		if j < len(dicts) && dicts[j] != nil {
+			fn, err = compileDictCol(f.Type(), dicts[j], f.Name())
+		} else {
+			fn, err = compileCol(f.Type(), builders[j], f.Name(), 0)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -106,14 +120,35 @@ func compileCol(s avro.Schema, bld array.Builder, path string, depth int) (colFn
 // compileUnionCol decodes a union: a null branch appends a null, the other
 // (one, as ArrowSchema allows) its value.
 func compileUnionCol(u *avro.UnionSchema, bld array.Builder, path string, depth int) (colFn, error) {
+	return compileUnion(u, bld.AppendNull, func(t avro.Schema) (colFn, error) { return compileCol(t, bld, path, depth+1) })
+}
+
+// compileDictCol builds the decoder of a top-level text field's values
+// into d: a scalar whose row of the scalar table has a dict decoder, or a
+// union of null and one.
+func compileDictCol(s avro.Schema, d *StringDict, path string) (colFn, error) {
+	s = Deref(s)
+	if u, ok := s.(*avro.UnionSchema); ok {
+		return compileUnion(u, d.AppendNull, func(t avro.Schema) (colFn, error) { return compileDictCol(t, d, path) })
+	}
+	sc, ok := scalarOf(s)
+	if !ok || sc.dict == nil {
+		return nil, fmt.Errorf("%w: field %q: Avro type %s into a dictionary", ErrUnsupportedSchema, path, s.Type())
+	}
+	return sc.dict(s, d), nil
+}
+
+// compileUnion decodes a union whose null branch calls null and whose
+// other branches are compiled by branch.
+func compileUnion(u *avro.UnionSchema, null func(), branch func(avro.Schema) (colFn, error)) (colFn, error) {
 	types := u.Types()
 	branches := make([]colFn, len(types))
 	for k, t := range types {
 		if Deref(t).Type() == avro.Null {
-			branches[k] = func(_ []byte, i int) int { bld.AppendNull(); return i }
+			branches[k] = func(_ []byte, i int) int { null(); return i }
 			continue
 		}
-		fn, err := compileCol(t, bld, path, depth+1)
+		fn, err := branch(t)
 		if err != nil {
 			return nil, err
 		}
@@ -333,6 +368,31 @@ var (
 		}
 	})
 )
+
+// Decoders of the scalar table's dict column: a text value into a
+// StringDict.
+
+func dictString(_ avro.Schema, d *StringDict) colFn {
+	return func(b []byte, i int) int {
+		n, i := longAt(b, i)
+		end := i + int(n)
+		d.Append(b[i:end])
+		return end
+	}
+}
+
+func dictEnum(s avro.Schema, d *StringDict) colFn {
+	symbols := s.(*avro.EnumSchema).Symbols()
+	syms := make([][]byte, len(symbols))
+	for k, x := range symbols {
+		syms[k] = []byte(x)
+	}
+	return func(b []byte, i int) int {
+		x, i := intAt(b, i)
+		d.Append(syms[x])
+		return i
+	}
+}
 
 func colFixed(s avro.Schema, bld array.Builder, path string) (colFn, error) {
 	fb, err := builderOf[*array.FixedSizeBinaryBuilder](bld, path, "fixed")

@@ -31,6 +31,10 @@ type Scalar struct {
 	// column decodes one value of s that scan accepted into a builder of
 	// the type arrow returned.
 	column func(s avro.Schema, bld array.Builder, path string) (colFn, error)
+	// dict, for a text type (Arrow string), decodes one value as column
+	// does but into a StringDict: a top-level text column of the Parquet
+	// writer, kept dictionary-encoded. nil for the other types.
+	dict func(s avro.Schema, d *StringDict) colFn
 	// append builds the appender of generic values into a builder of dt
 	// (the type arrow returned).
 	append func(dt arrow.DataType, path string) appendFn
@@ -85,9 +89,9 @@ var primitiveScalars = map[avro.Type]Scalar{
 	avro.Double: {arrow: fixedArrow(arrow.PrimitiveTypes.Float64), scan: scanFixedSize(8), column: colFloat64,
 		append: appendFloat64, Normalize: normalizeDouble},
 	avro.String: {arrow: fixedArrow(arrow.BinaryTypes.String), scan: scanBytes, column: colString,
-		append: appendString},
+		dict: dictString, append: appendString},
 	avro.Enum: {arrow: fixedArrow(arrow.BinaryTypes.String), scan: scanEnum, column: colEnum,
-		append: appendString},
+		dict: dictEnum, append: appendString},
 	avro.Bytes: {arrow: fixedArrow(arrow.BinaryTypes.Binary), scan: scanBytes, column: colBinary,
 		append: appendBinary, Normalize: normalizeBytes},
 	avro.Fixed: {arrow: fixedSizeArrow, scan: scanFixed, column: colFixed,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2"
@@ -135,4 +136,50 @@ func bothWalks(t *testing.T, what string, s avro.Schema, body []byte) {
 	if a.NumRows() != 1 || !array.RecordEqual(a, b) {
 		t.Fatalf("%s: the column walk gives %v, the map path %v", what, a.Column(0), b.Column(0))
 	}
+	if as.Field(0).Type.ID() != arrow.STRING {
+		return
+	}
+	// A text column decodes into a StringDict too (the scalar's dict
+	// decoder), to the same values.
+	byDict := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer byDict.Release()
+	d := NewStringDict(memory.DefaultAllocator, byDict.Field(0).(*array.StringBuilder), 0)
+	defer d.Release()
+	dcols, err := NewColumnsDict(p, byDict.Fields(), []*StringDict{d})
+	if err != nil {
+		t.Fatalf("%s: a text column into a dictionary: %v", what, err)
+	}
+	dcols.Append(&row)
+	da := d.NewArray()
+	if da == nil {
+		t.Fatalf("%s: the dictionary gave up on one value", what)
+	}
+	defer da.Release()
+	if got := dictStrings(da); len(got) != 1 || got[0] != stringsOf(a.Column(0))[0] {
+		t.Fatalf("%s: the dictionary walk gives %v, the column walk %v", what, got, a.Column(0))
+	}
+}
+
+// dictStrings is a dictionary array's values row by row (nil for a null).
+func dictStrings(d *array.Dictionary) []any {
+	vals := d.Dictionary().(*array.String)
+	out := make([]any, d.Len())
+	for i := range out {
+		if d.IsValid(i) {
+			out[i] = vals.Value(d.GetValueIndex(i))
+		}
+	}
+	return out
+}
+
+// stringsOf is a string array's values row by row (nil for a null).
+func stringsOf(a arrow.Array) []any {
+	s := a.(*array.String)
+	out := make([]any, s.Len())
+	for i := range out {
+		if s.IsValid(i) {
+			out[i] = s.Value(i)
+		}
+	}
+	return out
 }

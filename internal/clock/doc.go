@@ -16,7 +16,8 @@
 // nil Clock in an Options or Config struct means Real (see OrReal). Manual
 // moves only when a test calls Advance or Set, and fires the timers that
 // fall due inside that call, in deadline order, each delivering its own
-// deadline:
+// deadline. Step sets the reading forward or back without time passing (a
+// wall clock stepped), pending timers keeping the time they have left:
 //
 //	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 //	t := clk.NewTimer(time.Second)
@@ -27,7 +28,7 @@
 //
 // Real and Manual are safe for concurrent use, and so are their timers. A
 // Manual clock has one mutex guarding its time and its pending timers; Now,
-// NewTimer, Advance, Set, Waiters and every timer method take it, and none
+// NewTimer, Advance, Set, Step, Waiters and every timer method take it, and none
 // calls out of the package while holding it. A timer fires by a send on its
 // channel of capacity one, which never blocks (Stop and Reset empty the
 // channel, so it is empty whenever the timer is pending). Advance returns

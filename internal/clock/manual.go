@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Manual is a Clock that moves only when Advance or Set is called. The
-// timers that fall due fire inside that call as if the clock passed through
-// each deadline in turn: in deadline order (ties in the order they were
-// armed), each delivering its own deadline. It never moves backwards. Safe
-// for concurrent use (see the package doc).
+// Manual is a Clock that moves only when Advance, Set or Step is called.
+// The timers that fall due fire inside Advance or Set as if the clock passed
+// through each deadline in turn: in deadline order (ties in the order they
+// were armed), each delivering its own deadline. Time never goes backwards;
+// only Step moves the reading back (a wall clock stepped, no time passing).
+// Safe for concurrent use (see the package doc).
 type Manual struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -56,6 +57,22 @@ func (m *Manual) Set(t time.Time) {
 	defer m.mu.Unlock()
 	if t.After(m.now) {
 		m.fireUntil(t)
+	}
+}
+
+// Step sets the clock's reading d away, forward or back, with no time
+// passing: the wall clock being stepped (by NTP, an operator, a VM
+// resumed). Timers keep the time they have left, as the operating system's
+// timers count elapsed time, not the wall clock's reading; so nothing fires
+// in Step, and a timer armed for a minute still fires after a minute of
+// Advance. It is how a test checks that code which sleeps until a deadline
+// on its clock survives the clock moving under it.
+func (m *Manual) Step(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = m.now.Add(d)
+	for _, t := range m.pending {
+		t.when = t.when.Add(d)
 	}
 }
 

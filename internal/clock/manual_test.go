@@ -155,6 +155,37 @@ func TestManualNeverMovesBackwards(t *testing.T) {
 	}
 }
 
+// Step moves the reading back and forth with no time passing: nothing
+// fires, and a pending timer fires after the time it had left, delivering
+// its deadline on the stepped reading.
+func TestManualStep(t *testing.T) {
+	m := clock.NewManual(start)
+	a := m.NewTimer(time.Minute)
+	m.Step(-time.Hour)
+	if !m.Now().Equal(start.Add(-time.Hour)) || m.Waiters() != 1 {
+		t.Fatalf("stepped back: now %v, %d waiters", m.Now(), m.Waiters())
+	}
+	m.Step(2 * time.Hour)
+	if _, ok := fired(a); ok || !m.Now().Equal(start.Add(time.Hour)) {
+		t.Fatalf("stepped forward: fired %v, now %v", ok, m.Now())
+	}
+	m.Step(-time.Hour)
+	m.Advance(59 * time.Second)
+	if _, ok := fired(a); ok {
+		t.Fatal("fired before its minute passed")
+	}
+	m.Advance(time.Second)
+	if v, ok := fired(a); !ok || !v.Equal(start.Add(time.Minute)) {
+		t.Fatalf("after its minute: fired %v, value %v", ok, v)
+	}
+	b := m.NewTimer(time.Second)
+	m.Step(-time.Minute)
+	m.Set(m.Now().Add(time.Second)) // a second passes on the stepped reading
+	if v, ok := fired(b); !ok || !v.Equal(start.Add(time.Second)) {
+		t.Fatalf("a second after the step: fired %v, value %v", ok, v)
+	}
+}
+
 // TestManualConcurrent runs Now, NewTimer, Stop, Reset and Advance from
 // several goroutines (meaningful under -race): every timer armed for at most
 // the total advance has fired or been stopped, and none is left pending.

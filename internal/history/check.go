@@ -343,27 +343,56 @@ func valueSet(op *Op) map[string]int {
 	return m
 }
 
+// finalCover is one ok final-read's view of one partition: the ranges of
+// it that the read covers, and every value the read holds.
+type finalCover struct {
+	op     *Op
+	ranges []Range
+	values map[string]int
+}
+
+// covering indexes ops' ranges by partition: for each partition, the ops
+// (in id order) whose Ranges name it, each with those ranges and its
+// values. Checking a produce then looks at the reads of its partition
+// only, not at every read: near-linear where a history holds many
+// partitions each read once (the power-loss rounds).
+func covering(ops []*Op) map[partitionKey][]finalCover {
+	out := map[partitionKey][]finalCover{}
+	for _, op := range ops {
+		values := valueSet(op)
+		for _, r := range op.Ranges {
+			k := partitionKey{r.Topic, r.Partition}
+			fs := out[k]
+			if n := len(fs); n > 0 && fs[n-1].op == op {
+				fs[n-1].ranges = append(fs[n-1].ranges, r)
+				continue
+			}
+			out[k] = append(fs, finalCover{op: op, ranges: []Range{r}, values: values})
+		}
+	}
+	return out
+}
+
 // lost: an ok produce missing from a final-read that began after it ended
 // and covers its partition and offset.
 func (x *index) lost() []Anomaly {
 	var out []Anomaly
 	var finals []*Op
-	sets := map[int]map[string]int{}
 	for i := range x.h {
 		if op := &x.h[i]; op.Kind == FinalRead && op.Outcome == OK {
 			finals = append(finals, op)
-			sets[op.ID] = valueSet(op)
 		}
 	}
+	byPart := covering(finals)
 	for i := range x.h {
 		p := &x.h[i]
 		if p.Kind != Produce || p.Outcome != OK {
 			continue
 		}
-		for _, f := range finals {
-			if f.Start > p.End && covers(f.Ranges, p.Topic, p.Partition, p.Offset) && sets[f.ID][p.Value] == 0 {
-				out = append(out, Anomaly{Kind: Lost, Ops: []int{p.ID, f.ID},
-					Detail: fmt.Sprintf("value %q acknowledged at %s is missing from final read op %d", p.Value, position{p.Topic, p.Partition, p.Offset}, f.ID)})
+		for _, f := range byPart[partitionKey{p.Topic, p.Partition}] {
+			if f.op.Start > p.End && covers(f.ranges, p.Topic, p.Partition, p.Offset) && f.values[p.Value] == 0 {
+				out = append(out, Anomaly{Kind: Lost, Ops: []int{p.ID, f.op.ID},
+					Detail: fmt.Sprintf("value %q acknowledged at %s is missing from final read op %d", p.Value, position{p.Topic, p.Partition, p.Offset}, f.op.ID)})
 				break
 			}
 		}

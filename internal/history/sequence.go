@@ -157,13 +157,25 @@ func backwards(k groupKey, os []commitObs) []Anomaly {
 }
 
 // loads: every value at most once in a load-read; every ok produce whose
-// offset the load-read's Ranges cover present in it.
+// offset the load-read's Ranges cover present in it. The produces are
+// indexed by partition, so a load-read looks only at those of the
+// partitions it names.
 func (x *index) loads() []Anomaly {
 	var out []Anomaly
+	var produced map[partitionKey][]*Op // ok produces with an offset, in id order
 	for i := range x.h {
 		l := &x.h[i]
 		if l.Kind != LoadRead || l.Outcome != OK {
 			continue
+		}
+		if produced == nil {
+			produced = map[partitionKey][]*Op{}
+			for j := range x.h {
+				if p := &x.h[j]; p.Kind == Produce && p.Outcome == OK && p.Offset >= 0 {
+					k := partitionKey{p.Topic, p.Partition}
+					produced[k] = append(produced[k], p)
+				}
+			}
 		}
 		set := valueSet(l)
 		for _, v := range sortedKeys(set) {
@@ -172,13 +184,18 @@ func (x *index) loads() []Anomaly {
 					Detail: fmt.Sprintf("value %q loaded %d times (load-read op %d)", v, set[v], l.ID)})
 			}
 		}
-		for j := range x.h {
-			p := &x.h[j]
-			if p.Kind == Produce && p.Outcome == OK && p.Offset >= 0 &&
-				covers(l.Ranges, p.Topic, p.Partition, p.Offset) && set[p.Value] == 0 {
-				out = append(out, Anomaly{Kind: LoadLost, Ops: sortedIDs(p.ID, l.ID),
-					Detail: fmt.Sprintf("value %q acknowledged at %s lies in the loaded range but load-read op %d lacks it", p.Value, position{p.Topic, p.Partition, p.Offset}, l.ID)})
+		var lost []*Op
+		for k, c := range covering([]*Op{l}) {
+			for _, p := range produced[k] {
+				if covers(c[0].ranges, p.Topic, p.Partition, p.Offset) && set[p.Value] == 0 {
+					lost = append(lost, p)
+				}
 			}
+		}
+		sort.Slice(lost, func(i, j int) bool { return lost[i].ID < lost[j].ID })
+		for _, p := range lost {
+			out = append(out, Anomaly{Kind: LoadLost, Ops: sortedIDs(p.ID, l.ID),
+				Detail: fmt.Sprintf("value %q acknowledged at %s lies in the loaded range but load-read op %d lacks it", p.Value, position{p.Topic, p.Partition, p.Offset}, l.ID)})
 		}
 	}
 	return out

@@ -138,7 +138,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, w io.Writer
 		starts, _ := a.adm.ListStartOffsets(ctx, name)
 		ends, _ := a.adm.ListEndOffsets(ctx, name)
 		fmt.Fprintf(tw, "topic %s\tpartitions %d\treplication factor %d\tid %s\n", name, len(d.Partitions), d.Partitions.NumReplicas(), d.ID)
-		fmt.Fprintln(tw, "  partition\tleader\treplicas\tisr\tstart\tend")
+		fmt.Fprintln(tw, "  partition\tleader\tepoch\treplicas\tisr\toffline\tstart\tend")
 		for _, p := range d.Partitions.Sorted() {
 			start, end := int64(-1), int64(-1)
 			if o, ok := starts.Lookup(name, p.Partition); ok {
@@ -147,7 +147,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, w io.Writer
 			if o, ok := ends.Lookup(name, p.Partition); ok {
 				end = o.Offset
 			}
-			fmt.Fprintf(tw, "  %d\t%d\t%v\t%v\t%d\t%d\n", p.Partition, p.Leader, p.Replicas, p.ISR, start, end)
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%v\t%v\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.OfflineReplicas, start, end)
 		}
 		if rcs, err := a.adm.DescribeTopicConfigs(ctx, name); err == nil {
 			for _, rc := range rcs {

@@ -567,3 +567,104 @@ func FuzzAvroScan(f *testing.F) {
 		}
 	})
 }
+
+// TestParquetTextDictionaries: the columnar path keeps text columns as
+// dictionaries while it decodes (avrocodec.StringDict) and gives a
+// dictionary up for a row group whose values turn out mostly distinct, or
+// when a row of the map path joins the row group. A file whose rows come
+// by both paths in runs of random length, with a column of few values, a
+// nullable one and one of (nearly) all distinct values over more than
+// the probe, holds exactly the rows of the same records written by the map
+// path alone.
+func TestParquetTextDictionaries(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"T","fields":[
+		{"name":"few","type":"string"},
+		{"name":"maybe","type":["null","string"]},
+		{"name":"unique","type":"string"},
+		{"name":"kind","type":{"type":"enum","name":"K","symbols":["A","B","C"]}},
+		{"name":"n","type":"long"}]}`)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	const rows = 50_000 // past the probe (16,384) in the first row group
+	values := make([]map[string]any, rows)
+	bodies := make([][]byte, rows)
+	for k := range values {
+		v := map[string]any{"few": fmt.Sprintf("f%d", r.IntN(7)), "maybe": nil,
+			"unique": fmt.Sprintf("u%d-%d", k, r.IntN(1000)), "kind": []string{"A", "B", "C"}[r.IntN(3)], "n": int64(k)}
+		if k > rows/2 { // the second half: a few repeats, not mostly distinct
+			v["unique"] = fmt.Sprintf("u%d", r.IntN(100))
+		}
+		if r.IntN(3) > 0 {
+			v["maybe"] = fmt.Sprintf("m%d", r.IntN(50))
+		}
+		values[k] = v
+		b, err := avro.Marshal(s, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[k] = b
+	}
+	proj, err := avrocodec.NewProjection(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, meta := range []bool{false, true} {
+		opts := format.Options{Kind: format.Parquet, MetadataColumns: meta, RowGroupRows: 20_000}
+		var mapBuf, mixBuf bytes.Buffer
+		mw, err := format.NewWriter(&mapBuf, s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xw, err := format.NewWriter(&mixBuf, s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw := xw.(format.AvroRowWriter)
+		var row avrocodec.Row
+		byMap := false
+		for k := range values {
+			if r.IntN(2000) == 0 {
+				byMap = !byMap
+			}
+			m := format.Meta{Topic: "t", Partition: 1, Offset: int64(k), Timestamp: time.UnixMilli(int64(k))}
+			generic := map[string]any{}
+			for key, v := range values[k] {
+				generic[key] = v
+			}
+			if err := mw.Write(generic, m); err != nil {
+				t.Fatal(err)
+			}
+			if byMap {
+				generic := map[string]any{}
+				for key, v := range values[k] {
+					generic[key] = v
+				}
+				err = xw.Write(generic, m)
+			} else {
+				if err = proj.Scan(&row, bodies[k]); err == nil {
+					err = rw.WriteAvroRow(&row, m)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := mw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := xw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ms, mc := parquetTable(t, mapBuf.Bytes())
+		xs, xc := parquetTable(t, mixBuf.Bytes())
+		if !ms.Equal(&xs) {
+			t.Fatalf("schemas differ:\n%s\n%s", &ms, &xs)
+		}
+		for i := range mc {
+			if mc[i].Len() != rows || !array.Equal(mc[i], xc[i]) {
+				t.Fatalf("meta=%v: column %s differs:\nmap   %v\nmixed %v", meta, ms.Field(i).Name, clipArr(mc[i]), clipArr(xc[i]))
+			}
+		}
+	}
+}

@@ -29,8 +29,14 @@ type parquetWriter struct {
 	// apps put a map record's fields into the top-level builders.
 	apps *avrocodec.Appenders
 	// dict holds, per column written as a dictionary, the map of its
-	// values to their indices (nil for the other columns).
-	dict     []map[string]int32
+	// values to their indices for a row group that reaches the flush as
+	// plain strings (nil for the other columns).
+	dict []map[string]int32
+	// sdict holds, per column written as a dictionary, the dictionary the
+	// rows fill as they are appended (the columnar path's decoders and the
+	// metadata column _topic); the map path gives it up for the row group
+	// (its appenders fill the plain builders). nil for the other columns.
+	sdict    []*avrocodec.StringDict
 	fp       [32]byte // of the record schema
 	nfields  int
 	meta     bool
@@ -140,9 +146,11 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
 	pw.dict = make([]map[string]int32, len(fields))
+	pw.sdict = make([]*avrocodec.StringDict, len(fields))
 	for i, f := range fields {
 		if slices.Contains(dictCols, f.Name) && f.Type.ID() == arrow.STRING {
 			pw.dict[i] = map[string]int32{}
+			pw.sdict[i] = avrocodec.NewStringDict(mem, pw.rb.Field(i).(*array.StringBuilder), dictProbe)
 		}
 	}
 	if pw.apps, err = avrocodec.NewAppenders(rec, pw.rb.Fields()); err != nil {
@@ -168,6 +176,7 @@ func deltaColumn(f arrow.Field) bool {
 }
 
 func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
+	p.giveUpDicts() // the appenders fill the plain builders
 	if err := p.apps.Append(value); err != nil {
 		if rerr := p.recoverRow(); rerr != nil {
 			// Writing the good rows failed: the output's error, not the
@@ -183,7 +192,11 @@ func (p *parquetWriter) Write(value map[string]any, meta Meta) error {
 func (p *parquetWriter) appendMeta(meta Meta) {
 	if p.meta {
 		n := p.nfields
-		p.rb.Field(n).(*array.StringBuilder).Append(meta.Topic)
+		if d := p.sdict[n]; d != nil {
+			d.AppendString(meta.Topic)
+		} else {
+			p.rb.Field(n).(*array.StringBuilder).Append(meta.Topic)
+		}
 		p.rb.Field(n + 1).(*array.Int32Builder).Append(meta.Partition)
 		p.rb.Field(n + 2).(*array.Int64Builder).Append(meta.Offset)
 		ts := meta.Timestamp.UnixMilli()
@@ -209,7 +222,10 @@ func (p *parquetWriter) rowDone() error {
 // over a process's open files.
 func (p *parquetWriter) Buffered() int64 {
 	var n int64
-	for _, b := range p.rb.Fields() {
+	for i, b := range p.rb.Fields() {
+		if d := p.sdict[i]; d != nil {
+			n += d.Bytes()
+		}
 		switch bb := b.(type) {
 		case *array.StringBuilder:
 			n += int64(bb.DataLen())
@@ -235,7 +251,7 @@ func (p *parquetWriter) columns(proj *avrocodec.Projection) (*avrocodec.Columns,
 	if proj.Out.Fingerprint() != p.fp {
 		return nil, fmt.Errorf("format: parquet: a row of schema %s in a file of another schema", proj.Out.FullName())
 	}
-	c, err := avrocodec.NewColumns(proj, p.rb.Fields())
+	c, err := avrocodec.NewColumnsDict(proj, p.rb.Fields(), p.sdict[:p.nfields])
 	if err != nil {
 		return nil, err
 	}
@@ -261,9 +277,21 @@ func (p *parquetWriter) WriteAvroRow(row *avrocodec.Row, meta Meta) error {
 	return p.rowDone()
 }
 
+// giveUpDicts moves the rows of the dictionaries into the plain builders:
+// the rest of the row group goes there.
+func (p *parquetWriter) giveUpDicts() {
+	for _, d := range p.sdict {
+		if d != nil {
+			d.GiveUp()
+		}
+	}
+}
+
 // recoverRow drops a half-appended row: the good rows are written as a row
 // group and the builders start empty.
 func (p *parquetWriter) recoverRow() error {
+	p.giveUpDicts()
+	defer p.resetDicts()
 	cols := make([]arrow.Array, len(p.rb.Fields()))
 	for i, b := range p.rb.Fields() {
 		a := b.NewArray()
@@ -289,10 +317,25 @@ func (p *parquetWriter) recoverRow() error {
 	return p.fw.Write(rec)
 }
 
+// resetDicts starts the dictionaries of a new row group.
+func (p *parquetWriter) resetDicts() {
+	for _, d := range p.sdict {
+		if d != nil {
+			d.Reset()
+		}
+	}
+}
+
 // reserve sizes the top-level builders for a row group up front, so that
-// they do not grow by doubling (and copying) row by row.
+// they do not grow by doubling (and copying) row by row. A column with a
+// dictionary reserves its indices (its plain builder fills only when the
+// dictionary is given up).
 func (p *parquetWriter) reserve(dataLens []int) {
 	for i, b := range p.rb.Fields() {
+		if d := p.sdict[i]; d != nil {
+			d.Reserve(p.groupLen)
+			continue
+		}
 		b.Reserve(p.groupLen)
 		if sb, ok := b.(*array.StringBuilder); ok {
 			n := 32 * p.groupLen
@@ -309,22 +352,40 @@ func (p *parquetWriter) flush() error {
 		return nil
 	}
 	full := p.pending == p.groupLen
+	fields := p.rb.Fields()
 	var lens []int
 	if full {
-		lens = make([]int, len(p.rb.Fields()))
-		for i, b := range p.rb.Fields() {
+		lens = make([]int, len(fields))
+		for i, b := range fields {
 			if sb, ok := b.(*array.StringBuilder); ok {
 				lens[i] = sb.DataLen()
 			}
 		}
 	}
-	rec := p.rb.NewRecordBatch()
+	// A column's rows are in its dictionary, or in its plain builder once
+	// the dictionary was given up (mostly distinct values: then no
+	// dictionary is tried again for this row group).
+	cols := make([]arrow.Array, len(fields))
+	distinct := make([]bool, len(fields))
+	for i, b := range fields {
+		if d := p.sdict[i]; d != nil {
+			_, distinct[i] = d.GivenUp()
+			if da := d.NewArray(); da != nil {
+				b.NewArray().Release() // empty
+				cols[i] = da
+				continue
+			}
+		}
+		cols[i] = b.NewArray()
+	}
 	p.flushed += int64(p.pending)
 	p.pending = 0
-	err := p.writeGroup(rec)
-	// Released after the write, the record's buffers go back to p.mem and
+	err := p.writeGroup(cols, distinct)
+	// Released after the write, the arrays' buffers go back to p.mem and
 	// the next row group's builders reuse them.
-	rec.Release()
+	for _, c := range cols {
+		c.Release()
+	}
 	if full {
 		p.reserve(lens)
 	}
@@ -334,34 +395,42 @@ func (p *parquetWriter) flush() error {
 	return nil
 }
 
-// writeGroup writes rec as a row group. The dictionary columns go as Arrow
-// dictionary arrays, encoded here with a Go map: arrow-go's Parquet
-// dictionary encoder, given plain strings, boxes every value into an
-// interface for its hash table (an allocation a value, a third of a page
-// view's Parquet CPU); given a dictionary it hashes the distinct values
-// once and takes the indices as they are.
-func (p *parquetWriter) writeGroup(rec arrow.RecordBatch) error {
-	dicts := make([]*array.Dictionary, len(rec.Columns()))
-	defer func() {
-		for _, d := range dicts {
-			if d != nil {
-				d.Release()
-			}
+// writeGroup writes cols as a row group. The dictionary columns go as
+// Arrow dictionary arrays: arrow-go's Parquet dictionary encoder, given
+// plain strings, boxes every value into an interface for its hash table
+// (an allocation a value, a third of a page view's Parquet CPU); given a
+// dictionary it hashes the distinct values once and takes the indices as
+// they are. Most come as dictionaries already (a StringDict filled while
+// the rows were appended); a column that reaches it as plain strings (the
+// map path's) is encoded here with a Go map, unless distinct says that its
+// dictionary was given up for mostly distinct values. cols[i] is replaced
+// (and released) when it is encoded here.
+func (p *parquetWriter) writeGroup(cols []arrow.Array, distinct []bool) error {
+	for i, col := range cols {
+		if p.dict[i] == nil || distinct[i] {
+			continue
 		}
-	}()
-	for i, col := range rec.Columns() {
-		if p.dict[i] != nil {
-			dicts[i] = p.dictionary(p.dict[i], col.(*array.String))
+		if sc, ok := col.(*array.String); ok {
+			if d := p.dictionary(p.dict[i], sc); d != nil {
+				col.Release()
+				cols[i] = d
+			}
 		}
 	}
 	if p.fw == nil {
 		// The first row group decides: a column of mostly distinct values
 		// goes without a dictionary in this file.
-		for i, d := range dicts {
-			if p.dict[i] != nil && d == nil {
-				p.dict[i] = nil
-				p.wprops = append(p.wprops, parquet.WithDictionaryFor(rec.Schema().Field(i).Name, false))
+		for i, col := range cols {
+			if p.dict[i] == nil || col.DataType().ID() == arrow.DICTIONARY {
+				continue
 			}
+			p.dict[i] = nil
+			if p.sdict[i] != nil {
+				p.sdict[i].Release()
+				p.sdict[i] = nil
+				p.avro = nil // the column decoders are compiled again without it
+			}
+			p.wprops = append(p.wprops, parquet.WithDictionaryFor(p.rb.Schema().Field(i).Name, false))
 		}
 	}
 	if err := p.start(); err != nil {
@@ -370,13 +439,7 @@ func (p *parquetWriter) writeGroup(rec arrow.RecordBatch) error {
 	if err := p.fw.NewRowGroupChecked(); err != nil {
 		return err
 	}
-	for i, col := range rec.Columns() {
-		if d := dicts[i]; d != nil {
-			if err := p.fw.WriteColumnData(d); err != nil {
-				return err
-			}
-			continue
-		}
+	for _, col := range cols {
 		if err := p.fw.WriteColumnData(col); err != nil {
 			return err
 		}
@@ -401,9 +464,6 @@ func (p *parquetWriter) start() error {
 // dictProbe is how many values of a row group's column decide whether it
 // is worth a dictionary (more than half of them distinct: not).
 const dictProbe = 16384
-
-// dictType is the Arrow type of a dictionary column.
-var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
 // dictionary encodes col: memo maps each distinct value to its index (it is
 // cleared first: Parquet dictionaries are per row group). It returns nil
@@ -438,7 +498,7 @@ func (p *parquetWriter) dictionary(memo map[string]int32, col *array.String) *ar
 	ia, va := idx.NewArray(), vals.NewArray()
 	defer ia.Release()
 	defer va.Release()
-	return array.NewDictionaryArray(dictType, ia, va)
+	return array.NewDictionaryArray(avrocodec.DictType, ia, va)
 }
 
 func (p *parquetWriter) Records() int64 { return p.records }
@@ -459,6 +519,11 @@ func (p *parquetWriter) Close() error {
 	}
 	p.closed = true
 	err := p.flush()
+	for _, d := range p.sdict {
+		if d != nil {
+			d.Release()
+		}
+	}
 	p.rb.Release()
 	p.mem.release()
 	if serr := p.start(); serr != nil {

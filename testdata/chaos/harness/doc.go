@@ -15,7 +15,7 @@
 //
 // # Addresses
 //
-// Every node listens on its own address 127.0.0.N (added to lo by
+// Every node listens on its own address 127.0.S.N (added to lo by
 // EnsureLoopback, idempotently; the addresses are left on lo, where any
 // process may use them). Listening there is not enough for a partition: the
 // kernel gives an outgoing loopback connection the source 127.0.0.1 whatever
@@ -32,6 +32,30 @@
 // the reply rule sits before it; an original packet's source after the
 // postrouting NAT, hence the original rule sits after it). The test's own
 // clients run in the test process at 127.0.0.1 and are not translated.
+//
+// # The network API (for cluster scenarios)
+//
+// A Run's Net hands every node made with Run.Reserve (or Run.Broker) its
+// own address 127.0.S.N: S is the run's block (Network.Block, one per
+// concurrent run), N = 2, 3, … up to 254, in the order nodes are made;
+// Node.Addr holds it, and the test's own clients are ClientAddr
+// (127.0.0.1, never translated, so never cut unless named). Faults are
+// plain address pairs and stack until healed:
+//
+//	r.Net.Cut(a.Addr, b.Addr)                       // a -> b dropped, b -> a untouched (one way)
+//	r.Net.Partition([]string{a.Addr}, []string{b.Addr, c.Addr}) // both ways, every pair across the sides
+//	r.Net.Lossy(a.Addr, 30)                          // 30% of a's packets, either direction, dropped
+//	r.Net.Faults()                                   // what is in force, for the report
+//	r.Net.Heal()                                     // every cut and loss removed at once
+//
+// Any number of nodes, any pairs: a cut names one ordered pair and nothing
+// else (TestPartitionsArePairwise: with c -> s1 cut, c -> s2 and d -> s1
+// still connect). Heal removes all faults; to heal one pair of several,
+// Heal and cut the rest again. As nemeses on a schedule: Isolate (one of
+// Nodes against Peers, OneWay for outgoing only), Lose, and Aimed to hit a
+// target found when the fault starts (the controller, a partition's
+// leader). A node's address is fixed for the run, across restarts, so a
+// broker's advertised listener stays valid.
 //
 // # Deviations from the fault list
 //

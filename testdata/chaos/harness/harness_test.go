@@ -169,6 +169,40 @@ func TestPartitionsByAddress(t *testing.T) {
 	}
 }
 
+// With more than two nodes a cut is of the pair it names only: a one-way
+// cut of c -> s1 leaves c -> s2 and d -> s1 alone, a two-way partition of
+// c from s2 leaves c -> s1 alone (what a cluster scenario's pairwise
+// faults rely on).
+func TestPartitionsArePairwise(t *testing.T) {
+	r := NewRun(t, "harness-partition-pairs", time.Second)
+	s1, addr1 := server(t, r, "s1")
+	s2, addr2 := server(t, r, "s2")
+	c, d := r.Reserve("c"), r.Reserve("d")
+	for _, step := range []struct {
+		name string
+		cut  func() error
+		from *Node
+		to   string
+		ok   bool
+	}{
+		{"c -> s1 cut", func() error { return r.Net.Cut(c.Addr, s1.Addr) }, c, addr1, false},
+		{"c -> s1 cut", nil, c, addr2, true},
+		{"c -> s1 cut", nil, d, addr1, true},
+		{"c <-/-> s2", func() error { r.Net.Heal(); return r.Net.Partition([]string{c.Addr}, []string{s2.Addr}) }, c, addr2, false},
+		{"c <-/-> s2", nil, c, addr1, true},
+		{"c <-/-> s2", nil, d, addr2, true},
+	} {
+		if step.cut != nil {
+			if err := step.cut(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := dialFrom(t, step.from, step.to); (got == "ok") != step.ok {
+			t.Fatalf("%s: %s dialling %s: %s, want reachable %v (faults %v)", step.name, step.from.Name, step.to, got, step.ok, r.Net.Faults())
+		}
+	}
+}
+
 func TestProxyDelays(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,0 +1,410 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/sluicehq/sluice/broker/log"
+)
+
+// Wire versions the fetchers send (served by sluice's server and by Kafka).
+const (
+	fetchVersion                = 12
+	offsetForLeaderEpochVersion = 4
+)
+
+// followLocked assigns p to the fetcher of leader; it truncates first.
+func (m *Manager) followLocked(p *partition, leader int32) {
+	p.fetching = &fetchAssignment{leader: leader, epoch: p.epoch, truncating: true, gen: nextGen()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		p.fetching = nil
+		return
+	}
+	f := m.fetchers[leader]
+	if f == nil {
+		f = newFetcher(m, leader)
+		m.fetchers[leader] = f
+		m.wg.Add(1)
+		go f.run()
+	}
+	f.add(p)
+}
+
+// unfollowLocked takes p out of its fetcher (stopping the fetcher when it has
+// no partition left). An answer in flight for p is dropped (gen check).
+func (m *Manager) unfollowLocked(p *partition) {
+	if p.fetching == nil {
+		return
+	}
+	leader := p.fetching.leader
+	p.fetching = nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f := m.fetchers[leader]; f != nil && f.remove(p.key) == 0 {
+		f.stop()
+		delete(m.fetchers, leader)
+	}
+}
+
+// fetcher is the goroutine that replicates every partition this broker
+// follows from one leader (Kafka's ReplicaFetcherThread).
+type fetcher struct {
+	m      *Manager
+	leader int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{} // a partition was added
+
+	mu    sync.Mutex // guards parts; taken after partition.mu and Manager.mu, never before
+	parts map[partitionKey]*partition
+
+	conn *brokerConn // owned by the goroutine
+}
+
+func newFetcher(m *Manager, leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(m.ctx)
+	return &fetcher{m: m, leader: leader, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), parts: map[partitionKey]*partition{}}
+}
+
+func (f *fetcher) add(p *partition) {
+	f.mu.Lock()
+	f.parts[p.key] = p
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// remove returns how many partitions are left.
+func (f *fetcher) remove(key partitionKey) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, key)
+	return len(f.parts)
+}
+
+func (f *fetcher) stop() { f.cancel() }
+
+// work is one partition's part of a fetcher round, read under its mutex.
+type work struct {
+	p           *partition
+	a           fetchAssignment
+	fetchOffset int64
+	latestEpoch int32
+}
+
+func (f *fetcher) snapshot() []work {
+	f.mu.Lock()
+	ps := make([]*partition, 0, len(f.parts))
+	for _, p := range f.parts {
+		ps = append(ps, p)
+	}
+	f.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].key.topic != ps[j].key.topic {
+			return ps[i].key.topic < ps[j].key.topic
+		}
+		return ps[i].key.partition < ps[j].key.partition
+	})
+	var out []work
+	for _, p := range ps {
+		p.mu.Lock()
+		if a := p.fetching; a != nil && a.leader == f.leader {
+			out = append(out, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch()})
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+func (f *fetcher) run() {
+	defer f.m.wg.Done()
+	defer func() {
+		if f.conn != nil {
+			f.conn.close()
+		}
+	}()
+	log := f.m.logger.With("leader", f.leader)
+	for f.ctx.Err() == nil {
+		ws := f.snapshot()
+		if len(ws) == 0 {
+			select {
+			case <-f.ctx.Done():
+			case <-f.wake:
+			}
+			continue
+		}
+		if err := f.round(ws); err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			log.Warn("replica fetch failed; backing off", "err", err, "backoff", f.m.opts.FetchBackoff)
+			if f.conn != nil {
+				f.conn.close()
+				f.conn = nil
+			}
+			f.backoff()
+		}
+	}
+}
+
+func (f *fetcher) backoff() {
+	t := f.m.clock.NewTimer(f.m.opts.FetchBackoff)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+	case <-t.C():
+	}
+}
+
+// round truncates the partitions that must, else fetches the others once.
+// A partition-level error backs off without dropping the connection.
+func (f *fetcher) round(ws []work) error {
+	if f.conn == nil {
+		addr, ok := f.m.opts.Addr(f.leader)
+		if !ok {
+			return fmt.Errorf("no address for broker %d", f.leader)
+		}
+		c, err := dialBroker(f.ctx, addr, fmt.Sprintf("sluice-replica-%d", f.m.opts.BrokerID),
+			int(f.m.opts.FetchMaxBytes)*2+16<<20, f.m.opts.RequestTimeout)
+		if err != nil {
+			return err
+		}
+		f.conn = c
+	}
+	var trunc, fetch []work
+	for _, w := range ws {
+		if w.a.truncating {
+			trunc = append(trunc, w)
+		} else {
+			fetch = append(fetch, w)
+		}
+	}
+	var retry bool
+	var err error
+	if len(trunc) > 0 {
+		retry, err = f.truncate(trunc)
+	} else {
+		retry, err = f.fetch(fetch)
+	}
+	if err != nil {
+		return err
+	}
+	if retry {
+		f.backoff()
+	}
+	return nil
+}
+
+// truncate asks the leader for the end of each partition's latest epoch
+// and cuts the log where it diverges (KIP-101), again with the next epoch
+// down while the leader's answer is an older epoch than asked (KIP-279).
+func (f *fetcher) truncate(ws []work) (retry bool, err error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(offsetForLeaderEpochVersion)
+	req.ReplicaID = f.m.opts.BrokerID
+	var done []work
+	for _, w := range ws {
+		if w.latestEpoch < 0 {
+			// Nothing with an epoch here (an empty log): nothing can diverge.
+			done = append(done, w)
+			continue
+		}
+		t := topicOf(&req.Topics, w.p.key.topic)
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = w.p.key.partition, w.a.epoch, w.latestEpoch
+		t.Partitions = append(t.Partitions, rp)
+	}
+	for _, w := range done {
+		f.finishTruncation(w, -1)
+	}
+	if len(req.Topics) == 0 {
+		return false, nil
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	if err := f.conn.do(f.ctx, req, resp, f.m.opts.RequestTimeout); err != nil {
+		return false, err
+	}
+	byKey := map[partitionKey]work{}
+	for _, w := range ws {
+		byKey[w.p.key] = w
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			w, ok := byKey[partitionKey{rt.Topic, rp.Partition}]
+			if !ok {
+				continue
+			}
+			if rp.ErrorCode != 0 || rp.EndOffset < 0 {
+				f.m.logger.Info("leader cannot answer for epoch yet; retrying", "topic", rt.Topic, "partition", rp.Partition,
+					"leader", f.leader, "epoch", w.latestEpoch, "err", kerr.ErrorForCode(rp.ErrorCode), "end_offset", rp.EndOffset)
+				retry = true
+				continue
+			}
+			f.applyEpochAnswer(w, rp.LeaderEpoch, rp.EndOffset)
+		}
+	}
+	return retry, nil
+}
+
+// applyEpochAnswer cuts the log after the leader answered (leaderEpoch,
+// endOffset) for the follower's latest epoch.
+func (f *fetcher) applyEpochAnswer(w work, leaderEpoch int32, endOffset int64) {
+	p := w.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fetching == nil || p.fetching.gen != w.a.gen || !p.fetching.truncating {
+		return
+	}
+	to, complete := endOffset, true
+	if leaderEpoch != w.latestEpoch {
+		// The leader does not have our latest epoch: our end of its epoch.
+		ownEnd, ownEpoch := p.log.EndOffsetForEpoch(leaderEpoch)
+		switch {
+		case ownEpoch == leaderEpoch:
+			to = min(endOffset, ownEnd)
+		case ownEnd >= 0:
+			to, complete = ownEnd, false // KIP-279: ask again for the epoch below
+		}
+	}
+	leo, hw := p.log.LogEndOffset(), p.log.HighWatermark()
+	if to < leo {
+		if to < hw {
+			f.m.logger.Warn("truncating below the high watermark", "topic", p.key.topic, "partition", p.key.partition, "to", to, "high_watermark", hw)
+		}
+		if err := p.log.TruncateTo(to); err != nil {
+			f.m.logger.Error("truncate", "topic", p.key.topic, "partition", p.key.partition, "to", to, "err", err)
+			return
+		}
+		f.m.metrics.truncations.Inc()
+		f.m.logger.Info("truncated", "topic", p.key.topic, "partition", p.key.partition, "from", leo, "to", p.log.LogEndOffset(),
+			"leader", f.leader, "leader_epoch", leaderEpoch, "complete", complete)
+	}
+	if complete {
+		p.fetching.truncating = false
+	}
+}
+
+func (f *fetcher) finishTruncation(w work, _ int64) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	if w.p.fetching != nil && w.p.fetching.gen == w.a.gen {
+		w.p.fetching.truncating = false
+	}
+}
+
+// fetch sends one Fetch for every partition and appends what comes back.
+func (f *fetcher) fetch(ws []work) (retry bool, err error) {
+	opts := &f.m.opts
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaID = opts.BrokerID
+	req.MaxWaitMillis = int32(opts.FetchWaitMax.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = opts.FetchMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	for _, w := range ws {
+		t := fetchTopicOf(&req.Topics, w.p.key.topic)
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = w.p.key.partition, w.a.epoch, w.fetchOffset
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, opts.FetchPartitionMaxBytes
+		t.Partitions = append(t.Partitions, rp)
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if err := f.conn.do(f.ctx, req, resp, opts.RequestTimeout+opts.FetchWaitMax); err != nil {
+		return false, err
+	}
+	if resp.ErrorCode != 0 {
+		return true, fmt.Errorf("fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	byKey := map[partitionKey]work{}
+	for _, w := range ws {
+		byKey[w.p.key] = w
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			w, ok := byKey[partitionKey{rt.Topic, rp.Partition}]
+			if !ok {
+				continue
+			}
+			if !f.applyFetched(w, &rp) {
+				retry = true
+			}
+		}
+	}
+	return retry, nil
+}
+
+// applyFetched appends one partition's answer, keeping the leader's offsets
+// and epochs, and raises the high watermark to min(leader's, own log end).
+// It returns false when the partition must wait (an error answer).
+func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) bool {
+	p := w.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fetching == nil || p.fetching.gen != w.a.gen || p.fetching.truncating {
+		return true // reassigned meanwhile
+	}
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		f.m.logger.Warn("fetch offset out of range at the leader; truncating again", "topic", p.key.topic, "partition", p.key.partition,
+			"fetch_offset", w.fetchOffset, "leader_log_start", rp.LogStartOffset, "leader_hw", rp.HighWatermark)
+		p.fetching.truncating = true
+		return false
+	default:
+		f.m.logger.Debug("replica fetch refused", "topic", p.key.topic, "partition", p.key.partition, "leader", f.leader,
+			"err", kerr.ErrorForCode(rp.ErrorCode))
+		return false
+	}
+	if p.log.LogEndOffset() != w.fetchOffset {
+		return true // the log moved since the request; fetch again from its end
+	}
+	if n := len(rp.RecordBatches); n > 0 {
+		if _, err := p.log.Append(rp.RecordBatches, appendFollower); err != nil {
+			f.m.logger.Warn("replica append failed; truncating again", "topic", p.key.topic, "partition", p.key.partition,
+				"fetch_offset", w.fetchOffset, "err", err)
+			p.fetching.truncating = true
+			return false
+		}
+		f.m.metrics.fetchedBytes.Add(float64(n))
+	}
+	if hw := min(rp.HighWatermark, p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+		if err := p.log.SetHighWatermark(hw); err != nil {
+			f.m.logger.Warn("set follower high watermark", "topic", p.key.topic, "partition", p.key.partition, "hw", hw, "err", err)
+		}
+	}
+	return true
+}
+
+func topicOf(ts *[]kmsg.OffsetForLeaderEpochRequestTopic, name string) *kmsg.OffsetForLeaderEpochRequestTopic {
+	if n := len(*ts); n > 0 && (*ts)[n-1].Topic == name {
+		return &(*ts)[n-1]
+	}
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = name
+	*ts = append(*ts, t)
+	return &(*ts)[len(*ts)-1]
+}
+
+func fetchTopicOf(ts *[]kmsg.FetchRequestTopic, name string) *kmsg.FetchRequestTopic {
+	if n := len(*ts); n > 0 && (*ts)[n-1].Topic == name {
+		return &(*ts)[n-1]
+	}
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = name
+	*ts = append(*ts, t)
+	return &(*ts)[len(*ts)-1]
+}
+
+// appendFollower appends a leader's batches as they are: offsets and leader
+// epochs kept, the producer table and epoch cache learning them.
+var appendFollower = plog.AppendOptions{AssignOffsets: false}

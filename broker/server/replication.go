@@ -1,0 +1,161 @@
+package server
+
+// The server's side of replication (broker/replica), used only when a
+// replica.Manager is set (cluster mode); without one every path below is
+// skipped and the server is the single node it always was.
+//
+//   - Produce: the Manager appends as leader in its leader epoch
+//     (NOT_LEADER_OR_FOLLOWER on a follower, NOT_ENOUGH_REPLICAS for acks=-1
+//     below min.insync.replicas); acks=-1 then waits, for every partition of
+//     the request together and at most TimeoutMillis, until the high
+//     watermark passes the append (REQUEST_TIMED_OUT,
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND). The high watermark is the Manager's
+//     to move, not the append's.
+//   - Fetch: only the leader serves (NOT_LEADER_OR_FOLLOWER), and
+//     CurrentLeaderEpoch is checked against its epoch (FENCED_LEADER_EPOCH,
+//     UNKNOWN_LEADER_EPOCH). A fetch with replica_id >= 0 is a follower's:
+//     it reports the follower's log end (FollowerFetched) and reads up to the
+//     log end instead of the high watermark.
+//   - OffsetForLeaderEpoch: answered by the leader only, its current epoch
+//     counting from its first offset (Manager.EndOffsetForEpoch).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/replica"
+)
+
+// SetReplicas hands the server the replication Manager of cluster mode and
+// exports its metrics. Call it before serving; nil (the default) is single
+// node. Shutdown closes the Manager before the logs.
+func (s *Server) SetReplicas(m *replica.Manager) {
+	s.replicas = m
+	if m != nil {
+		if err := s.metrics.reg.Register(m.Collector()); err != nil {
+			s.logger.Warn("replica metrics not registered", "err", err)
+		}
+	}
+}
+
+// PartitionLog returns the open log of a partition of a registered topic
+// (what replica.Options.Log opens).
+func (s *Server) PartitionLog(topic string, partition int32) (*plog.Log, error) {
+	t, ok := s.topics.get(topic)
+	if !ok {
+		return nil, fmt.Errorf("server: unknown topic %q", topic)
+	}
+	if partition < 0 || int(partition) >= len(t.parts) {
+		return nil, fmt.Errorf("server: topic %q has no partition %d", topic, partition)
+	}
+	return t.parts[partition].log, nil
+}
+
+// replicatedAppend is an acks=-1 append waiting for its high watermark.
+type replicatedAppend struct {
+	topic, part int // index in the answer
+	name        string
+	partition   int32
+	appended    replica.Appended
+}
+
+// produceReplicated is produceOne for a replicated partition. An acks=-1
+// append is added to waits.
+func produceReplicated(s *Server, rc *requestContext, acks int16, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition, waits *[]replicatedAppend, ti, pi int) {
+	if len(records) == 0 {
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		return
+	}
+	p.mu.Lock()
+	res, code, err := s.replicas.AppendLeader(t.name, p.tp.Partition, acks, records, plog.AppendOptions{})
+	p.mu.Unlock()
+	if code != 0 {
+		sp.ErrorCode = code
+		return
+	}
+	if err != nil {
+		sp.ErrorCode = appendErrorCode(err)
+		if sp.ErrorCode == kerr.KafkaStorageError.Code {
+			rc.logger.Error("append", "topic", t.name, "partition", p.tp.Partition, "err", err)
+		}
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+		if sp.ErrorCode == kerr.OutOfOrderSequenceNumber.Code || sp.ErrorCode == kerr.InvalidProducerEpoch.Code {
+			sp.LogStartOffset = p.log.LogStartOffset()
+		}
+		return
+	}
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	if !res.Duplicate {
+		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
+		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+	}
+	if acks == -1 {
+		*waits = append(*waits, replicatedAppend{topic: ti, part: pi, name: t.name, partition: p.tp.Partition, appended: res})
+	}
+}
+
+// awaitReplicated waits for the acks=-1 appends of one request, all within
+// its timeout, and turns the failures into the answer's error codes.
+func awaitReplicated(s *Server, rc *requestContext, timeoutMillis int32, resp *kmsg.ProduceResponse, waits []replicatedAppend) {
+	timeout := time.Duration(max(timeoutMillis, 0)) * time.Millisecond
+	deadline := s.clock.Now().Add(timeout)
+	for _, w := range waits {
+		left := deadline.Sub(s.clock.Now())
+		code := int16(kerr.RequestTimedOut.Code)
+		if left > 0 {
+			code = s.replicas.WaitAppended(rc.ctx, w.name, w.partition, w.appended.Epoch, w.appended.LastOffset, left)
+		}
+		if code != 0 {
+			sp := &resp.Topics[w.topic].Partitions[w.part]
+			sp.ErrorCode = code
+			sp.BaseOffset = -1
+		}
+	}
+}
+
+// replicaFetchChecks applies the leader's checks to each fetch target and,
+// for a follower's fetch, records its fetch offsets. It runs once per Fetch,
+// before the long poll.
+func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) {
+	now := s.clock.Now()
+	for i := range targets {
+		w := &targets[i]
+		if w.t == nil || w.partition < 0 || int(w.partition) >= len(w.t.parts) {
+			continue
+		}
+		w.replicated = true
+		if code := s.replicas.LeaderCheck(w.topicName, w.partition, w.leaderEpoch); code != 0 {
+			w.code = code
+			continue
+		}
+		if replicaID >= 0 {
+			w.follower = true
+			if _, code := s.replicas.FollowerFetched(w.topicName, w.partition, replicaID, w.fetchOffset, now); code != 0 {
+				w.code = code
+			}
+		}
+	}
+}
+
+// replicaReadBound is the offset a follower's fetch reads up to: the log end.
+const replicaReadBound = math.MaxInt64
+
+// offsetForLeaderEpochReplicated answers one partition of
+// OffsetForLeaderEpoch as the leader.
+func offsetForLeaderEpochReplicated(s *Server, topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+	sp.EndOffset, sp.LeaderEpoch, sp.ErrorCode = s.replicas.EndOffsetForEpoch(topic, rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch)
+}
+
+// closeReplicas stops replication before the logs close (Shutdown).
+func (s *Server) closeReplicas(context.Context) {
+	if s.replicas != nil {
+		s.replicas.Close()
+	}
+}
