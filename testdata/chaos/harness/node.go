@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -256,8 +257,30 @@ func (n *Node) Pause() error {
 	if err := n.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	// SIGSTOP is delivered asynchronously: on a loaded machine the process
+	// may still answer for a moment after kill(2) returns. Pause returns
+	// once the kernel shows it stopped, so a test's "paused" means paused.
+	if pid := n.PID(); pid != 0 {
+		stat := fmt.Sprintf("/proc/%d/stat", pid)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if b, err := os.ReadFile(stat); err != nil || procStopped(b) {
+				break
+			}
+		}
+	}
 	n.events.add(n.Name, "paused", "SIGSTOP")
 	return nil
+}
+
+// procStopped reports whether a /proc/<pid>/stat line shows the process
+// stopped (state T, or t when traced): the state follows the command's
+// closing parenthesis.
+func procStopped(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	return stat[i+2] == 'T' || stat[i+2] == 't'
 }
 
 // Resume sends SIGCONT to the process group.
