@@ -198,6 +198,7 @@ func (s *Server) reconcile() {
 	}
 	s.openAssigned()
 	s.followLeadership(states)
+	s.applyReplicas(states)
 	s.followGroups(s.cluster.leaderOf)
 }
 
@@ -339,7 +340,7 @@ func (s *Server) followLeadership(states map[partitionKey]cluster.PartitionState
 		if p == nil {
 			continue
 		}
-		if len(st.ISR) == 1 && st.ISR[0] == cv.self {
+		if s.replicas == nil && len(st.ISR) == 1 && st.ISR[0] == cv.self {
 			p.mu.Lock()
 			if leo := p.log.LogEndOffset(); leo > p.log.HighWatermark() {
 				if err := p.log.SetHighWatermark(leo); err != nil {

@@ -51,10 +51,11 @@ func (s *Server) PartitionLog(topic string, partition int32) (*plog.Log, error) 
 	if !ok {
 		return nil, fmt.Errorf("server: unknown topic %q", topic)
 	}
-	if partition < 0 || int(partition) >= len(t.parts) {
-		return nil, fmt.Errorf("server: topic %q has no partition %d", topic, partition)
+	p := t.partition(partition)
+	if p == nil {
+		return nil, fmt.Errorf("server: topic %q has no partition %d here", topic, partition)
 	}
-	return t.parts[partition].log, nil
+	return p.log, nil
 }
 
 // replicatedAppend is an acks=-1 append waiting for its high watermark.
@@ -127,7 +128,7 @@ func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) {
 	now := s.clock.Now()
 	for i := range targets {
 		w := &targets[i]
-		if w.t == nil || w.partition < 0 || int(w.partition) >= len(w.t.parts) {
+		if w.t == nil || w.t.partition(w.partition) == nil {
 			continue
 		}
 		w.replicated = true

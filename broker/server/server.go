@@ -126,6 +126,7 @@ func New(opts Options) (*Server, error) {
 	var pl placement
 	if opts.Cluster != nil {
 		pl = opts.Cluster
+		opts.Replicated = true // the high watermark is replication's
 		if opts.Metadata == nil {
 			opts.Metadata = opts.Cluster.Store()
 		}
@@ -164,6 +165,7 @@ func New(opts Options) (*Server, error) {
 	go s.cleanerLoop()
 	if opts.Cluster != nil {
 		s.cluster = newClusterView(opts.Cluster)
+		s.startReplication(opts.Cluster)
 		s.retentionWG.Add(1)
 		go s.clusterLoop()
 	}
