@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +91,37 @@ func (m *memberLines) failed() error {
 // never go backwards (commit-backwards, also from the test's own reads of
 // the group's offsets), polls within an ownership move forward.
 func TestGroupMembersKilledAndPaused(t *testing.T) {
-	r := harness.NewRun(t, "groups", 12*time.Second)
+	groupScenario(t, "groups", "commit after every poll", func(r *harness.Run, members []*harness.Node) ([]harness.Nemesis, []harness.Step) {
+		steps := harness.RandomSchedule(r.Rand, r.Duration, 2*time.Second, "kill", "pause")
+		steps = stretchHolds(steps, 4*time.Second, "pause") // a pause outlasts the 3 s session: a rebalance
+		return []harness.Nemesis{&harness.Kill{Nodes: members}, &harness.Pause{Nodes: members}}, steps
+	})
+}
+
+// TestGroupMembersLossyLink: the same group with a member's link losing
+// 30% of its packets either way (an nft drop scoped to the member's own
+// address; the kernel here has no netem, and TCP's retransmissions make
+// the lossy link a slow one too), or all of them (100%: the member is cut
+// off past its session and the group rebalances without it), one member
+// at a time. The same checks: no skip past a committed offset, commits
+// never go back.
+func TestGroupMembersLossyLink(t *testing.T) {
+	groupScenario(t, "groups-lossy-link", "links losing 30% or 100% of packets, one member at a time", func(r *harness.Run, members []*harness.Node) ([]harness.Nemesis, []harness.Step) {
+		steps := harness.RandomSchedule(r.Rand, r.Duration, 2*time.Second, "lossy", "lossy-all")
+		steps = stretchHolds(steps, 4*time.Second, "lossy", "lossy-all") // each loss outlasts the 3 s session
+		any := func() (string, error) { return members[r.Rand.Intn(len(members))].Name, nil }
+		return []harness.Nemesis{
+			&harness.Lose{Net: r.Net, Nodes: members, Percent: 30},
+			&harness.Aimed{As: "lossy-all", Nemesis: &harness.Lose{Net: r.Net, Nodes: members, Percent: 100}, Target: any},
+		}, steps
+	})
+}
+
+// groupScenario runs three member processes of one group over a topic
+// being written, under the nemeses and schedule faults returns, and checks
+// the history.
+func groupScenario(t *testing.T, scenario, note string, faults func(r *harness.Run, members []*harness.Node) ([]harness.Nemesis, []harness.Step)) {
+	r := harness.NewRun(t, scenario, 12*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\ngroup.min.session.timeout.ms=1000\ngroup.initial.rebalance.delay.ms=0\n")
 	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	rec, closeHistory := newHistory(t, r)
@@ -116,10 +147,8 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	defer cancel()
 	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, nil, 5*time.Millisecond)
 	watch := watchCommitted(ctx, t, rec, b.HostPort, "chaos-g")
-	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events,
-		Steps:   harness.RandomSchedule(r.Rand, r.Duration, 2*time.Second, "kill", "pause"),
-		Nemeses: []harness.Nemesis{&harness.Kill{Nodes: members}, &harness.Pause{Nodes: members}}}
-	sched.Steps = stretchPauses(sched.Steps, 4*time.Second) // a pause outlasts the 3 s session: a rebalance
+	nemeses, steps := faults(r, members)
+	sched := &harness.Schedule{Rand: r.Rand, Events: r.Events, Steps: steps, Nemeses: nemeses}
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
@@ -137,19 +166,20 @@ func TestGroupMembersKilledAndPaused(t *testing.T) {
 	st.close()
 	closeHistory()
 	h := rec.History()
-	res := verdict(t, r, sched, h, st, harness.Report{History: historyPath(r), Notes: []string{"3 member processes, session timeout 3 s, commit after every poll"}})
+	res := verdict(t, r, sched, h, st, harness.Report{History: historyPath(r), Notes: []string{"3 member processes, session timeout 3 s, " + note}})
 	if res.Stats.Commits == 0 || res.Stats.ReadRecords == 0 {
 		t.Errorf("the members neither read nor committed: %+v", res.Stats)
 	}
 }
 
-// stretchPauses makes every pause hold at least min.
-func stretchPauses(steps []harness.Step, min time.Duration) []harness.Step {
+// stretchHolds makes every fault of the named nemeses hold at least min,
+// moving the later steps on by what it added.
+func stretchHolds(steps []harness.Step, min time.Duration, nemeses ...string) []harness.Step {
 	var out []harness.Step
 	shift := time.Duration(0)
 	for _, s := range steps {
 		s.At += shift
-		if s.Nemesis == "pause" && s.Hold < min {
+		if slices.Contains(nemeses, s.Nemesis) && s.Hold < min {
 			shift += min - s.Hold
 			s.Hold = min
 		}
