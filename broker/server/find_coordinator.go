@@ -2,14 +2,17 @@ package server
 
 // FindCoordinator (key 10), versions 0-4 (v4 batches the keys).
 //
-// A single node is the coordinator of every group. As Kafka does, the
-// first lookup of a group creates __consumer_offsets. Deviation: sluice has
-// no transactions; a transaction key is answered with this node too, and
-// InitProducerId then refuses the transactional id, so clients fail fast.
+// A single node is the coordinator of every group and transactional id. As
+// Kafka does, the first lookup of a group creates __consumer_offsets, of a
+// transactional id __transaction_state. An empty group id is
+// INVALID_GROUP_ID, an empty or over-long (32,767 bytes) transactional id
+// INVALID_REQUEST. No deviation.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/txn"
 )
 
 func handleFindCoordinator(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -36,6 +39,13 @@ func handleFindCoordinator(s *Server, rc *requestContext, kreq kmsg.Request) (re
 		case req.CoordinatorType == 0:
 			if err := s.groups.EnsureOffsetsTopic(); err != nil {
 				rc.logger.Error("create the offsets topic", "err", err)
+				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			}
+		case key == "" || len(key) > txn.MaxTransactionalIDBytes:
+			c.ErrorCode = kerr.InvalidRequest.Code
+		default:
+			if _, err := s.txn.EnsureStateTopic(key); err != nil {
+				rc.logger.Error("create the transaction state topic", "err", err)
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/broker/txn"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
@@ -49,6 +50,7 @@ type Server struct {
 	sessions *fetchSessions // incremental fetch sessions
 	reqMem   *requestMemory // queued.max.request.bytes over all connections
 	groups   *group.Coordinator
+	txn      *txn.Coordinator
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -133,15 +135,22 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	txns, err := openTxn(opts, cfg, reg, groups, pids, m)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups,
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups, txn: txns,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
 		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
-	s.retentionWG.Add(3)
+	s.retentionWG.Add(4)
 	go s.retentionLoop()
 	go s.groupLoop()
 	go s.cleanerLoop()
+	go s.txnLoop()
 	return s, nil
 }
 
