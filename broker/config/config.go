@@ -402,7 +402,7 @@ func (b Broker) Unknown() []string {
 		if a, ok := brokerAliases[k]; ok {
 			name = a
 		}
-		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) {
+		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) && !IsTxnProperty(name) {
 			out = append(out, k)
 		}
 	}

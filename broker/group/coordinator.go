@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/broker/internal/recbatch"
 	"github.com/sluicehq/sluice/internal/clock"
 )
 
@@ -144,6 +145,9 @@ type Coordinator struct {
 	timers, expiries deadlineQueue
 	// mem counts the bytes all groups hold (memory.go).
 	mem memory
+	// pending holds the offsets of open transactions (TxnOffsetCommit),
+	// by producer id, then group (txn_offsets.go).
+	pending map[int64]map[string]map[topicPartition]committed
 
 	generations atomic.Int64 // generations formed (rebalances completed), for metrics
 	commits     atomic.Int64 // offsets committed, for metrics
@@ -184,7 +188,7 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Storage == nil {
 		return nil, fmt.Errorf("group: Options.Storage is required")
 	}
-	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{},
+	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{}, pending: map[int64]map[string]map[topicPartition]committed{},
 		timers:   deadlineQueue{slot: func(g *group) *queueSlot { return &g.timer }},
 		expiries: deadlineQueue{slot: func(g *group) *queueSlot { return &g.expiry }}}
 	c.lastExpiry = c.clock.Now()
@@ -217,14 +221,18 @@ func (c *Coordinator) load(p int32) error {
 		if len(b) == 0 {
 			return nil
 		}
-		next, err := decodeBatches(b, from, func(off int64, r record) error {
-			if err := c.replay(p, r, now); err != nil {
+		next, err := walkBatches(b, from, func(bt recbatch.Batch, off int64, r record) error {
+			replay := c.replay
+			if bt.Transactional && bt.ProducerID >= 0 {
+				replay = func(p int32, r record, now time.Time) error { return c.replayPending(p, bt.ProducerID, r, now) }
+			}
+			if err := replay(p, r, now); err != nil {
 				// A record sluice cannot read is skipped, not fatal: the
 				// broker must start whatever the log holds.
 				c.logger.Warn("skipping an unreadable record of the offsets topic", "partition", p, "offset", off, "err", err)
 			}
 			return nil
-		})
+		}, func(bt recbatch.Batch, commit bool) { c.completeTxnLocked(p, bt.ProducerID, commit) })
 		if err != nil {
 			c.logger.Warn("skipping the rest of an unreadable batch of the offsets topic", "partition", p, "err", err)
 		}
@@ -351,13 +359,19 @@ func (c *Coordinator) ensurePartitions() error {
 
 // appendRecords writes records of group g to its offsets partition.
 func (c *Coordinator) appendRecords(groupID string, recs []record) error {
+	return c.appendRecordsAs(groupID, recs, recbatch.NoProducer)
+}
+
+// appendRecordsAs is appendRecords in a batch stamped with producer prod
+// (a transactional producer's offsets, txn_offsets.go).
+func (c *Coordinator) appendRecordsAs(groupID string, recs []record, prod recbatch.Producer) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	if err := c.ensurePartitions(); err != nil {
 		return err
 	}
-	batch := encodeBatch(recs, c.clock.Now().UnixMilli())
+	batch := recbatch.Encode(toBatchRecords(recs), c.clock.Now().UnixMilli(), prod)
 	p := partitionFor(groupID, c.partitions)
 	if limit := c.opts.Storage.MaxBatchBytes(); limit > 0 && len(batch) > limit {
 		return fmt.Errorf("%w: %d bytes for group %q, max.message.bytes of %s is %d", ErrRecordTooLarge, len(batch), groupID, OffsetsTopic, limit)

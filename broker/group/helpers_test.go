@@ -76,7 +76,7 @@ func (st *logStorage) Append(p int32, batch []byte) error {
 		return errors.New("injected append failure")
 	}
 	l := st.logs[p]
-	if _, err := l.Append(batch, plog.AppendOptions{AssignOffsets: true}); err != nil {
+	if _, err := l.Append(batch, plog.CoordinatorAppend(batch)); err != nil {
 		return err
 	}
 	return l.SetHighWatermark(l.LogEndOffset())

@@ -232,6 +232,7 @@ type fetchedPartition struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
+	errorCode   int16 // UNSTABLE_OFFSET_COMMIT (require_stable, a transaction holds an offset)
 }
 
 type fetchedTopic struct {
@@ -241,7 +242,7 @@ type fetchedTopic struct {
 
 // fetchGroup returns the committed offsets of the requested partitions (all
 // committed ones when all is set); -1 where nothing is committed.
-func (c *Coordinator) fetchGroup(id string, topics map[string][]int32, order []string, all bool) []fetchedTopic {
+func (c *Coordinator) fetchGroup(id string, topics map[string][]int32, order []string, all, requireStable bool) []fetchedTopic {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[id]
@@ -269,6 +270,9 @@ func (c *Coordinator) fetchGroup(id string, topics map[string][]int32, order []s
 				if o, ok := g.offsets[topicPartition{t, p}]; ok {
 					fp.offset, fp.leaderEpoch, fp.metadata = o.offset, o.leaderEpoch, o.metadata
 				}
+			}
+			if requireStable && len(c.pending) > 0 && c.unstableLocked(id, topicPartition{t, p}) {
+				fp.errorCode = kerr.UnstableOffsetCommit.Code
 			}
 			ft.partitions = append(ft.partitions, fp)
 		}
@@ -309,12 +313,12 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 		}
 		topics, order := dedupeTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic },
 			func(t kmsg.OffsetFetchRequestTopic) []int32 { return t.Partitions })
-		for _, ft := range c.fetchGroup(req.Group, topics, order, req.Topics == nil) {
+		for _, ft := range c.fetchGroup(req.Group, topics, order, req.Topics == nil, req.RequireStable) {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = ft.topic
 			for _, fp := range ft.partitions {
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = fp.partition, fp.offset, fp.leaderEpoch, fp.errorCode
 				meta := fp.metadata
 				rp.Metadata = &meta
 				rt.Partitions = append(rt.Partitions, rp)
@@ -338,12 +342,12 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 		}
 		topics, order := dedupeTopics(rg.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic },
 			func(t kmsg.OffsetFetchRequestGroupTopic) []int32 { return t.Partitions })
-		for _, ft := range c.fetchGroup(rg.Group, topics, order, rg.Topics == nil) {
+		for _, ft := range c.fetchGroup(rg.Group, topics, order, rg.Topics == nil, req.RequireStable) {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.Topic = ft.topic
 			for _, fp := range ft.partitions {
 				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = fp.partition, fp.offset, fp.leaderEpoch, fp.errorCode
 				meta := fp.metadata
 				rp.Metadata = &meta
 				rt.Partitions = append(rt.Partitions, rp)

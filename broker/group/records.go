@@ -1,12 +1,12 @@
 package group
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/internal/recbatch"
 )
 
 // Key versions of __consumer_offsets records (Kafka's): 0 and 1 are offset
@@ -74,98 +74,40 @@ func partitionFor(group string, partitions int32) int32 {
 // encodeBatch builds one uncompressed RecordBatch v2 holding recs, with
 // producer id -1 and base offset 0 (the log assigns offsets).
 func encodeBatch(recs []record, nowMs int64) []byte {
-	var body []byte
-	for i, r := range recs {
-		var rec []byte
-		rec = append(rec, 0)                   // attributes
-		rec = kbin.AppendVarlong(rec, 0)       // timestamp delta
-		rec = kbin.AppendVarint(rec, int32(i)) // offset delta
-		rec = kbin.AppendVarint(rec, int32(len(r.key)))
-		rec = append(rec, r.key...)
-		if r.value == nil {
-			rec = kbin.AppendVarint(rec, -1)
-		} else {
-			rec = kbin.AppendVarint(rec, int32(len(r.value)))
-			rec = append(rec, r.value...)
-		}
-		rec = kbin.AppendVarint(rec, 0) // headers
-		body = kbin.AppendVarint(body, int32(len(rec)))
-		body = append(body, rec...)
-	}
-	b := make([]byte, 0, 61+len(body))
-	b = kbin.AppendInt64(b, 0)  // base offset
-	b = kbin.AppendInt32(b, 0)  // length, below
-	b = kbin.AppendInt32(b, -1) // partition leader epoch
-	b = append(b, 2)            // magic
-	b = kbin.AppendInt32(b, 0)  // crc, below
-	b = kbin.AppendInt16(b, 0)  // attributes: no compression, CreateTime
-	b = kbin.AppendInt32(b, int32(len(recs)-1))
-	b = kbin.AppendInt64(b, nowMs)
-	b = kbin.AppendInt64(b, nowMs)
-	b = kbin.AppendInt64(b, -1) // producer id
-	b = kbin.AppendInt16(b, -1) // producer epoch
-	b = kbin.AppendInt32(b, -1) // base sequence
-	b = kbin.AppendInt32(b, int32(len(recs)))
-	b = append(b, body...)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return recbatch.Encode(toBatchRecords(recs), nowMs, recbatch.NoProducer)
 }
 
-// decodeBatches walks concatenated batches and calls fn for every record.
-// It returns the offset after the last whole batch (from when none) and an
-// ErrCorruptOffsets error for the last unreadable record met (the walk goes
-// on with the next batch). A compressed or control batch is skipped: sluice
-// writes neither here.
-func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) (next int64, corrupt error) {
-	next = from
-	for len(b) >= 61 {
-		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:])))
-		if size < 61 || size > int64(len(b)) {
-			break // a partial batch at the end of a read
-		}
-		last := int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:])))
-		if last+1 > next {
-			next = last + 1
-		}
-		var batch kmsg.RecordBatch
-		err := batch.ReadFrom(b[:size])
-		b = b[size:]
-		if err != nil {
-			corrupt = fmt.Errorf("%w: batch ending at offset %d: %v", ErrCorruptOffsets, last, err)
-			continue
-		}
-		if batch.Attributes&0x0007 != 0 || batch.Attributes&0x0020 != 0 {
-			continue
-		}
-		r := kbin.Reader{Src: batch.Records}
-		for i := int32(0); i < batch.NumRecords && r.Ok(); i++ {
-			length := r.Varint()
-			rr := kbin.Reader{Src: r.Span(int(length))}
-			rr.Int8()
-			rr.Varlong()
-			delta := rr.Varint()
-			var rec record
-			if n := rr.Varint(); n >= 0 {
-				rec.key = rr.Span(int(n))
-			}
-			if n := rr.Varint(); n >= 0 {
-				rec.value = rr.Span(int(n))
-				if rec.value == nil {
-					rec.value = []byte{}
-				}
-			}
-			if !rr.Ok() || !r.Ok() {
-				corrupt = fmt.Errorf("%w: record %d of batch at offset %d is truncated", ErrCorruptOffsets, i, batch.FirstOffset)
-				break
-			}
-			if batch.FirstOffset+int64(delta) < from {
-				continue
-			}
-			if err := fn(batch.FirstOffset+int64(delta), rec); err != nil {
-				return next, err
-			}
-		}
+func toBatchRecords(recs []record) []recbatch.Record {
+	out := make([]recbatch.Record, len(recs))
+	for i, r := range recs {
+		out[i] = recbatch.Record{Key: r.key, Value: r.value}
 	}
-	return next, corrupt
+	return out
+}
+
+// decodeBatches walks concatenated batches and calls fn for every record
+// of a non-transactional batch. It returns the offset after the last whole
+// batch (from when none) and an ErrCorruptOffsets error for the last
+// unreadable record met (the walk goes on with the next batch).
+func decodeBatches(b []byte, from int64, fn func(offset int64, r record) error) (next int64, corrupt error) {
+	return walkBatches(b, from, func(_ recbatch.Batch, off int64, r record) error { return fn(off, r) }, nil)
+}
+
+// walkBatches is decodeBatches with the batch of each record, and onMarker
+// called for each transaction marker.
+func walkBatches(b []byte, from int64, fn func(b recbatch.Batch, offset int64, r record) error, onMarker func(b recbatch.Batch, commit bool)) (next int64, corrupt error) {
+	v := recbatch.Visitor{Record: func(bt recbatch.Batch, off int64, r recbatch.Record) error {
+		if bt.Transactional && onMarker == nil {
+			return nil
+		}
+		return fn(bt, off, record{key: r.Key, value: r.Value})
+	}}
+	if onMarker != nil {
+		v.Marker = func(bt recbatch.Batch, _ int64, commit bool) { onMarker(bt, commit) }
+	}
+	next, err := recbatch.Walk(b, from, v)
+	if err != nil && errors.Is(err, recbatch.ErrCorrupt) {
+		err = fmt.Errorf("%w: %w", ErrCorruptOffsets, err)
+	}
+	return next, err
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,23 @@ type AppendOptions struct {
 	// Transactional admits transactional batches on a leader (the caller
 	// verified the producer's transaction); without it they are ErrInvalidRecord.
 	Transactional bool
-	marker        bool // a control batch from AppendMarker (txn.go)
+	// FromCoordinator marks a coordinator's own transactional records (the
+	// offsets of TxnOffsetCommit in __consumer_offsets): they carry the
+	// producer's id and epoch but no sequence, which is not checked.
+	FromCoordinator bool
+	marker          bool // a control batch from AppendMarker (txn.go)
+}
+
+// CoordinatorAppend returns the options with which a coordinator appends
+// one of its own batches to its internal topic on a leader: a batch with
+// the transactional bit set (TxnOffsetCommit's offsets) is admitted as
+// such, without a sequence check.
+func CoordinatorAppend(batch []byte) AppendOptions {
+	opts := AppendOptions{AssignOffsets: true}
+	if len(batch) >= batchHeaderSize && binary.BigEndian.Uint16(batch[offAttributes:])&attrTransactional != 0 {
+		opts.Transactional, opts.FromCoordinator = true, true
+	}
+	return opts
 }
 
 // AppendResult describes an append.
@@ -325,7 +342,7 @@ func validateAppend(batches []byte, maxBytes int, opts AppendOptions, buf []batc
 // with the original append's offsets, and it returns true: nothing is to be
 // appended. A batch out of sequence or from a fenced epoch is an error.
 func (l *Log) answerDuplicateLocked(a *appending, opts AppendOptions, cfg *Config, res *AppendResult) (bool, error) {
-	if !opts.AssignOffsets || !a.idempotent {
+	if !opts.AssignOffsets || !a.idempotent || opts.FromCoordinator {
 		return false, nil
 	}
 	dup, err := l.producers.check(&a.hdrs[0])

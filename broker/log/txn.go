@@ -282,3 +282,37 @@ func (l *Log) OpenTransactions() []OpenTxn {
 	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
 	return out
 }
+
+// ProducerInfo is one producer of the partition's producer table, as
+// DescribeProducers reports it.
+type ProducerInfo struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	LastSequence     int32 // -1: none kept
+	LastTimestamp    int64 // ms of its last append seen since open; -1: none
+	CoordinatorEpoch int32 // of its last marker; -1: none
+	TxnFirstOffset   int64 // first offset of its open transaction; -1: none
+}
+
+// ProducerTable returns up to limit producers of the table, by ascending id.
+func (l *Log) ProducerTable(limit int) []ProducerInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]ProducerInfo, 0, min(limit, len(l.producers.m)))
+	for id, e := range l.producers.m {
+		pi := ProducerInfo{ProducerID: id, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1,
+			CoordinatorEpoch: e.CoordinatorEpoch, TxnFirstOffset: e.TxnFirst}
+		if n := len(e.Batches); n > 0 {
+			pi.LastSequence = e.Batches[n-1].LastSeq
+		}
+		if !e.lastSeen.IsZero() {
+			pi.LastTimestamp = e.lastSeen.UnixMilli()
+		}
+		out = append(out, pi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}

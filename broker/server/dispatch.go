@@ -37,8 +37,7 @@ const apiVersionsKey = 18
 
 // apis is the dispatch table (filled in init to break the initialisation
 // cycle through the ApiVersions handler, which lists it): one entry per served API, each implemented in
-// its own file. Keys left out (transactions, replication) close the
-// connection like any unknown key; they come with later issues.
+// its own file. Keys left out close the connection like any unknown key.
 var apis []*api
 
 func init() {
@@ -60,8 +59,13 @@ func init() {
 		{key: 19, name: "CreateTopics", advertisedMin: 2, max: 7, handle: handleCreateTopics, maxFrame: smallRequestMax},
 		{key: 20, name: "DeleteTopics", advertisedMin: 1, max: 6, handle: handleDeleteTopics, maxFrame: smallRequestMax},
 		{key: 21, name: "DeleteRecords", advertisedMin: 0, max: 2, handle: handleDeleteRecords, maxFrame: smallRequestMax},
-		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 4, handle: handleInitProducerID, maxFrame: smallRequestMax},
+		{key: 22, name: "InitProducerId", advertisedMin: 0, max: 5, handle: handleInitProducerID, maxFrame: smallRequestMax},
 		{key: 23, name: "OffsetForLeaderEpoch", advertisedMin: 0, max: 4, handle: handleOffsetForLeaderEpoch, maxFrame: smallRequestMax},
+		{key: 24, name: "AddPartitionsToTxn", advertisedMin: 0, max: 4, handle: handleAddPartitionsToTxn, maxFrame: smallRequestMax},
+		{key: 25, name: "AddOffsetsToTxn", advertisedMin: 0, max: 4, handle: handleAddOffsetsToTxn, maxFrame: smallRequestMax},
+		{key: 26, name: "EndTxn", advertisedMin: 0, max: 4, handle: handleEndTxn, maxFrame: smallRequestMax},
+		{key: 27, name: "WriteTxnMarkers", advertisedMin: 0, max: 1, handle: handleWriteTxnMarkers, maxFrame: smallRequestMax},
+		{key: 28, name: "TxnOffsetCommit", advertisedMin: 0, max: 4, handle: handleTxnOffsetCommit, maxFrame: groupRequestMax},
 		{key: 32, name: "DescribeConfigs", advertisedMin: 1, max: 4, handle: handleDescribeConfigs, maxFrame: smallRequestMax},
 		{key: 33, name: "AlterConfigs", advertisedMin: 0, max: 2, handle: handleAlterConfigs, maxFrame: smallRequestMax},
 		{key: 35, name: "DescribeLogDirs", advertisedMin: 1, max: 4, handle: handleDescribeLogDirs, maxFrame: smallRequestMax},
@@ -69,6 +73,9 @@ func init() {
 		{key: 42, name: "DeleteGroups", advertisedMin: 0, max: 2, handle: coordinated(handleDeleteGroups), maxFrame: smallRequestMax},
 		{key: 44, name: "IncrementalAlterConfigs", advertisedMin: 0, max: 1, handle: handleIncrementalAlterConfigs, maxFrame: smallRequestMax},
 		{key: 60, name: "DescribeCluster", advertisedMin: 0, max: 1, handle: handleDescribeCluster, maxFrame: smallRequestMax},
+		{key: 61, name: "DescribeProducers", advertisedMin: 0, max: 0, handle: handleDescribeProducers, maxFrame: smallRequestMax},
+		{key: 65, name: "DescribeTransactions", advertisedMin: 0, max: 0, handle: handleDescribeTransactions, maxFrame: smallRequestMax},
+		{key: 66, name: "ListTransactions", advertisedMin: 0, max: 2, handle: handleListTransactions, maxFrame: smallRequestMax},
 	}
 	apiByKey = make(map[int16]*api, len(apis))
 	for _, a := range apis {

@@ -11,69 +11,66 @@ import (
 	plog "github.com/sluicehq/sluice/broker/log"
 )
 
-// offsetsStorage is the group coordinator's view of the registry: the
-// partitions of __consumer_offsets and the existence of committed
-// partitions. It takes registry.mu and partition.mu; the coordinator calls
-// it under its own lock (lock order: Coordinator.mu -> registry.mu ->
-// partition.mu).
-type offsetsStorage struct {
+// internalTopic is a coordinator's compacted internal topic
+// (__consumer_offsets, __transaction_state) in the registry: created on
+// first use, appended to by the coordinator only, read back at start. It
+// takes registry.mu and partition.mu.
+type internalTopic struct {
 	reg        *registry
-	partitions int32 // partitions of a newly created offsets topic
+	name       string
+	partitions int32 // partitions of a newly created topic
 }
 
-var _ group.Storage = offsetsStorage{}
-
-func (st offsetsStorage) OffsetsPartitions(create bool) (int32, error) {
-	if t, ok := st.reg.get(group.OffsetsTopic); ok {
+func (it internalTopic) ensure(create bool) (int32, error) {
+	if t, ok := it.reg.get(it.name); ok {
 		return t.npart, nil
 	}
 	if !create {
 		return 0, nil
 	}
 	overrides := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
-	replicas, err := st.reg.internalReplicas(st.partitions)
+	replicas, err := it.reg.internalReplicas(it.partitions)
 	if err != nil {
-		return 0, fmt.Errorf("%w: assign %s: %v", ErrStorage, group.OffsetsTopic, err)
+		return 0, fmt.Errorf("%w: assign %s: %v", ErrStorage, it.name, err)
 	}
-	t, code, msg := st.reg.create(group.OffsetsTopic, st.partitions, replicas, overrides, false)
+	t, code, msg := it.reg.create(it.name, it.partitions, replicas, overrides, false)
 	if code == kerr.TopicAlreadyExists.Code {
-		if t, ok := st.reg.get(group.OffsetsTopic); ok {
+		if t, ok := it.reg.get(it.name); ok {
 			return t.npart, nil
 		}
 	}
 	if code != 0 {
-		return 0, fmt.Errorf("%w: create %s: %s", ErrStorage, group.OffsetsTopic, msg)
+		return 0, fmt.Errorf("%w: create %s: %s", ErrStorage, it.name, msg)
 	}
-	st.reg.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", t.npart)
+	it.reg.logger.Info("created an internal topic", "topic", it.name, "partitions", t.npart)
 	return t.npart, nil
 }
 
-func (st offsetsStorage) partition(p int32) (*partition, error) {
-	t, ok := st.reg.get(group.OffsetsTopic)
+func (it internalTopic) partition(p int32) (*partition, error) {
+	t, ok := it.reg.get(it.name)
 	if !ok || t.partition(p) == nil {
-		return nil, fmt.Errorf("%w: %s-%d does not exist here", ErrStorage, group.OffsetsTopic, p)
+		return nil, fmt.Errorf("%w: %s-%d does not exist here", ErrStorage, it.name, p)
 	}
 	return t.partition(p), nil
 }
 
-func (st offsetsStorage) Append(p int32, batch []byte) error {
-	part, err := st.partition(p)
+// append appends one batch of the coordinator's (transactional ones
+// admitted, plog.CoordinatorAppend) and commits it (single node).
+func (it internalTopic) append(p int32, batch []byte) error {
+	part, err := it.partition(p)
 	if err != nil {
 		return err
 	}
 	part.mu.Lock()
 	defer part.mu.Unlock()
-	if _, err := part.log.Append(batch, plog.AppendOptions{AssignOffsets: true}); err != nil {
-		if errors.Is(err, plog.ErrBatchTooLarge) {
-			return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
-		}
+	if _, err := part.log.Append(batch, plog.CoordinatorAppend(batch)); err != nil {
 		return err
 	}
 	return part.log.SetHighWatermark(part.log.LogEndOffset())
 }
 
-func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
-	part, err := st.partition(p)
+func (it internalTopic) read(p int32, from int64, maxBytes int) ([]byte, error) {
+	part, err := it.partition(p)
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +86,50 @@ func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error)
 	return r.Bytes()
 }
 
-// MaxBatchBytes is the offsets topic's max.message.bytes (its first
-// partition's: AlterConfigs sets every partition alike).
-func (st offsetsStorage) MaxBatchBytes() int {
-	part, err := st.partition(0)
+// maxBatchBytes is the topic's max.message.bytes (its first partition's:
+// AlterConfigs sets every partition alike); 0 before it exists.
+func (it internalTopic) maxBatchBytes() int {
+	part, err := it.partition(0)
 	if err != nil {
 		return 0
 	}
 	return part.log.Config().MaxMessageBytes
 }
+
+// offsetsStorage is the group coordinator's view of the registry: the
+// partitions of __consumer_offsets and the existence of committed
+// partitions. The coordinator calls it under its own lock (lock order:
+// Coordinator.mu -> registry.mu -> partition.mu).
+type offsetsStorage struct {
+	reg        *registry
+	partitions int32 // partitions of a newly created offsets topic
+}
+
+var _ group.Storage = offsetsStorage{}
+
+func (st offsetsStorage) topic() internalTopic {
+	return internalTopic{reg: st.reg, name: group.OffsetsTopic, partitions: st.partitions}
+}
+
+func (st offsetsStorage) OffsetsPartitions(create bool) (int32, error) {
+	return st.topic().ensure(create)
+}
+
+func (st offsetsStorage) Append(p int32, batch []byte) error {
+	if err := st.topic().append(p, batch); err != nil {
+		if errors.Is(err, plog.ErrBatchTooLarge) {
+			return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
+	return st.topic().read(p, from, maxBytes)
+}
+
+func (st offsetsStorage) MaxBatchBytes() int { return st.topic().maxBatchBytes() }
 
 func (st offsetsStorage) PartitionExists(topic string, p int32) bool {
 	t, ok := st.reg.get(topic)

@@ -1,14 +1,23 @@
 package server
 
-// InitProducerId (key 22), versions 0-4.
+// InitProducerId (key 22), versions 0-5.
 //
-// Idempotent producers only: every request gets a fresh producer id (never
-// reused, even across restarts) with epoch 0; an existing id/epoch passed in
-// v3+ is not bumped but replaced by a fresh id, which Kafka also does for
-// non-transactional producers. Deviation: transactions are not supported; a
-// request with a transactional id is answered
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED so that clients fail fast instead of
-// retrying.
+// Without a transactional id (idempotent producers) every request gets a
+// fresh producer id (never reused, even across restarts) with epoch 0; an
+// existing id/epoch passed in v3+ is not bumped but replaced by a fresh id,
+// which Kafka also does for non-transactional producers. With a
+// transactional id the transaction coordinator (broker/txn) answers: a new
+// id gets a fresh producer id, a known one its epoch bumped, fencing the
+// old producer (its ongoing transaction is aborted first); v3+ may name the
+// current producer id and epoch to recover (KIP-360). Errors:
+// INVALID_REQUEST (empty id, or over 32,767 bytes), INVALID_TRANSACTION_TIMEOUT
+// (not within 1..transaction.max.timeout.ms), PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH before v4), CONCURRENT_TRANSACTIONS (the previous
+// transaction's markers could not be written yet), NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE. Deviation: where Kafka answers
+// CONCURRENT_TRANSACTIONS while it aborts a fenced producer's transaction
+// and lets the client retry, sluice aborts it synchronously and answers the
+// new epoch at once.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,7 +29,11 @@ func handleInitProducerID(s *Server, rc *requestContext, kreq kmsg.Request) (rep
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		r := s.txn.InitProducerID(*req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = r.ProducerID, r.Epoch, r.ErrorCode
+		if resp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 4 {
+			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+		}
 		return kmsgReply{resp}, nil
 	}
 	id, err := s.pids.allocate()

@@ -11,11 +11,15 @@ package server
 // partition log (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
 // UNSUPPORTED_COMPRESSION_TYPE); idempotent producers get
 // OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, and a duplicate is
-// answered with the original base offset. Unknown topics are auto-created
-// when auto.create.topics.enable is set; an unknown partition is
-// UNKNOWN_TOPIC_OR_PARTITION. Deviations: transactional produce is refused
-// with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; TimeoutMillis is unused (no
-// replicas to wait for); no per-record errors (v8 ErrorRecords) are given.
+// answered with the original base offset. A transactional batch (with the
+// request's transactional id) is appended only to a partition added to the
+// producer's ongoing transaction (KIP-890 part 1, produce_txn.go): else
+// INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING or INVALID_PRODUCER_EPOCH;
+// without a transactional id it is INVALID_RECORD. Unknown topics are
+// auto-created when auto.create.topics.enable is set; an unknown partition is
+// UNKNOWN_TOPIC_OR_PARTITION; the internal topics are INVALID_TOPIC_EXCEPTION.
+// Deviations: TimeoutMillis is unused (no replicas to wait for); no
+// per-record errors (v8 ErrorRecords) are given.
 //
 // Bound: decoding costs about 40 bytes of memory per partition entry and the
 // answer as much again, and an entry can be 8 bytes (null records). A request
@@ -31,6 +35,7 @@ import (
 
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/txn"
 )
 
 // maxProducePartitions bounds the partition entries of one Produce request.
@@ -107,8 +112,6 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		global = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		global = kerr.InvalidRequiredAcks.Code
-	case req.TransactionID != nil:
-		global = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	failed := false
 	var waits []replicatedAppend // acks=-1 appends of replicated partitions
@@ -117,7 +120,7 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		st.Topic = rt.Topic
 		var t *topic
 		code := global
-		if code == 0 && rt.Topic == group.OffsetsTopic {
+		if code == 0 && (rt.Topic == group.OffsetsTopic || rt.Topic == txn.StateTopic) {
 			code = kerr.InvalidTopicException.Code // written by the group coordinator only, as on Kafka
 		}
 		if code == 0 {
@@ -131,12 +134,20 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			case code != 0:
 				sp.ErrorCode = code
 			default:
-				if p, pcode := s.leaderPartition(t, rp.Partition); pcode != 0 {
+				p, pcode := s.leaderPartition(t, rp.Partition)
+				switch {
+				case pcode != 0:
 					sp.ErrorCode = pcode
-				} else if s.replicas != nil {
+				case req.TransactionID != nil && isTransactional(rp.Records):
+					if s.replicas != nil { // single-node transactions only, for now
+						sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+					} else {
+						produceTransactional(s, rc, t, p, *req.TransactionID, rp.Records, &sp)
+					}
+				case s.replicas != nil:
 					produceReplicated(s, rc, req.Acks, t, p, rp.Records, &sp, &waits, ti, len(st.Partitions))
-				} else {
-					produceOne(s, rc, t, p, rp.Records, &sp)
+				default:
+					produceOne(s, rc, t, p, rp.Records, &sp, false)
 				}
 			}
 			if sp.ErrorCode != 0 {
@@ -159,13 +170,13 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 }
 
 // produceOne appends one partition's batches and fills its answer.
-func produceOne(s *Server, rc *requestContext, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+func produceOne(s *Server, rc *requestContext, t *topic, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition, transactional bool) {
 	if len(records) == 0 {
 		sp.ErrorCode = kerr.CorruptMessage.Code
 		return
 	}
 	p.mu.Lock()
-	res, err := p.log.Append(records, plog.AppendOptions{LeaderEpoch: 0, AssignOffsets: true})
+	res, err := p.log.Append(records, plog.AppendOptions{LeaderEpoch: 0, AssignOffsets: true, Transactional: transactional})
 	if err == nil {
 		// Single node: what is appended is committed.
 		if leo := p.log.LogEndOffset(); leo > p.log.HighWatermark() {

@@ -20,6 +20,7 @@ import (
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
 	"github.com/sluicehq/sluice/broker/replica"
+	"github.com/sluicehq/sluice/broker/txn"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
@@ -62,6 +63,7 @@ type Server struct {
 	groups   *group.Coordinator
 	cluster  *clusterView     // nil on a single node
 	replicas *replica.Manager // cluster mode (replication.go); nil = single node
+	txn      *txn.Coordinator
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -154,12 +156,18 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	txns, err := openTxn(opts, cfg, reg, groups, pids, m)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
-		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups,
+		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups, txn: txns,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
 		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
-	s.retentionWG.Add(3)
+	s.retentionWG.Add(4)
 	go s.retentionLoop()
 	go s.groupLoop()
 	go s.cleanerLoop()
@@ -169,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		s.retentionWG.Add(1)
 		go s.clusterLoop()
 	}
+	go s.txnLoop()
 	return s, nil
 }
 

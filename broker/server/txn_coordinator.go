@@ -1,0 +1,148 @@
+package server
+
+// The transaction coordinator's wiring (broker/txn): its state in
+// __transaction_state through the registry, its markers through the
+// partition logs (and, for __consumer_offsets, the group coordinator, which
+// makes a transaction's offsets visible at its COMMIT marker), its clock and
+// its metrics. Lock order: a transaction's lock -> partition.mu, then the
+// group coordinator's lock (never both at once here).
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/group"
+	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/txn"
+)
+
+// txnStateStorage is txn.StateLog over the registry.
+type txnStateStorage struct{ internalTopic }
+
+func (st txnStateStorage) Partitions(create bool) (int32, error) { return st.ensure(create) }
+func (st txnStateStorage) Append(p int32, batch []byte) error    { return st.append(p, batch) }
+func (st txnStateStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
+	return st.read(p, from, maxBytes)
+}
+func (st txnStateStorage) MaxBatchBytes() int { return st.maxBatchBytes() }
+
+// txnMarkers is txn.Markers over the partition logs.
+type txnMarkers struct {
+	reg    *registry
+	groups *group.Coordinator
+}
+
+func (m txnMarkers) part(tp txn.TopicPartition) (*partition, bool) {
+	t, ok := m.reg.get(tp.Topic)
+	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.parts) {
+		return nil, false
+	}
+	return t.parts[tp.Partition], true
+}
+
+func (m txnMarkers) PartitionExists(tp txn.TopicPartition) bool {
+	_, ok := m.part(tp)
+	return ok
+}
+
+func (m txnMarkers) WriteMarker(tp txn.TopicPartition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	p, ok := m.part(tp)
+	if !ok {
+		return fmt.Errorf("%w: %s-%d", txn.ErrPartitionGone, tp.Topic, tp.Partition)
+	}
+	p.mu.Lock()
+	_, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, 0)
+	if err == nil {
+		err = p.log.SetHighWatermark(p.log.LogEndOffset()) // single node: appended is committed
+	}
+	p.mu.Unlock()
+	if errors.Is(err, plog.ErrInvalidProducerEpoch) {
+		// The partition has seen a newer epoch of this producer: a newer
+		// transaction already ended this one here.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if tp.Topic == group.OffsetsTopic {
+		m.groups.CompleteTxn(tp.Partition, producerID, commit)
+	}
+	return nil
+}
+
+// openTxn builds the transaction coordinator from the broker's
+// transaction.* properties and replays __transaction_state (completing the
+// transactions a crash left half ended).
+func openTxn(opts Options, cfg config.Broker, reg *registry, groups *group.Coordinator, pids *producerIDs, m *metrics) (*txn.Coordinator, error) {
+	tc, err := cfg.Txn()
+	if err != nil {
+		return nil, err
+	}
+	c, err := txn.New(txn.Options{
+		StateLog:           txnStateStorage{internalTopic{reg: reg, name: txn.StateTopic, partitions: int32(tc.StatePartitions)}},
+		Markers:            txnMarkers{reg: reg, groups: groups},
+		AllocateProducerID: pids.allocate,
+		Clock:              opts.Clock,
+		Logger:             opts.Logger.With("component", "txn-coordinator"),
+		StatePartitions:    int32(tc.StatePartitions),
+		MaxTimeout:         time.Duration(tc.MaxTimeoutMs) * time.Millisecond,
+		MaxPartitions:      int(tc.MaxPartitions),
+		MaxTransactionIDs:  int(tc.MaxTransactionIDs),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: load transactions: %w", err)
+	}
+	m.reg.MustRegister(txnCollector{c})
+	return c, nil
+}
+
+// txnLoop aborts timed-out transactions and retries unfinished ones every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms of the
+// server's clock, until Shutdown.
+func (s *Server) txnLoop() {
+	defer s.retentionWG.Done()
+	period := time.Duration(config.DefaultTxn().AbortCheckMs) * time.Millisecond
+	if tc, err := s.cfg.Txn(); err == nil {
+		period = time.Duration(tc.AbortCheckMs) * time.Millisecond
+	}
+	t := s.clock.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C():
+			s.txn.Tick()
+			t.Reset(period)
+		}
+	}
+}
+
+// txnCollector exports the coordinator's counts to Prometheus.
+type txnCollector struct{ c *txn.Coordinator }
+
+var (
+	txnOpenDesc     = prometheus.NewDesc("sluice_txn_open_transactions", "Transactions ongoing or being ended.", nil, nil)
+	txnOldestDesc   = prometheus.NewDesc("sluice_txn_oldest_open_transaction_seconds", "Age of the oldest open transaction (0: none).", nil, nil)
+	txnTimedOutDesc = prometheus.NewDesc("sluice_txn_timed_out_aborts_total", "Transactions aborted by the coordinator for passing transaction.timeout.ms.", nil, nil)
+	txnIDsDesc      = prometheus.NewDesc("sluice_txn_transactional_ids", "Transactional ids the coordinator holds (bounded by transaction.max.ids).", nil, nil)
+)
+
+func (tc txnCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- txnOpenDesc
+	ch <- txnOldestDesc
+	ch <- txnTimedOutDesc
+	ch <- txnIDsDesc
+}
+
+func (tc txnCollector) Collect(ch chan<- prometheus.Metric) {
+	st := tc.c.Stats()
+	ch <- prometheus.MustNewConstMetric(txnOpenDesc, prometheus.GaugeValue, float64(st.Open))
+	ch <- prometheus.MustNewConstMetric(txnOldestDesc, prometheus.GaugeValue, st.OldestOpen.Seconds())
+	ch <- prometheus.MustNewConstMetric(txnTimedOutDesc, prometheus.CounterValue, float64(st.TimedOut))
+	ch <- prometheus.MustNewConstMetric(txnIDsDesc, prometheus.GaugeValue, float64(st.TransactionalIDs))
+}
