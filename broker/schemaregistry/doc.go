@@ -38,7 +38,7 @@
 //	{"keytype":"SCHEMA","subject":S,"version":V,           {"subject":S,"version":V,"id":N,"schema":TEXT}
 //	 "nonce":U,"magic":1}                                  one registration; tombstone = permanent delete
 //	{"keytype":"DELETE_VERSION","subject":S,"version":V,   {"subject":S,"version":V,"nonce":U}
-//	 "nonce":U,"magic":1}                                  soft delete of registration U
+//	 "nonce":U,"delete":D,"magic":1}                       soft delete D of registration U
 //	{"keytype":"CONFIG","subject":S,"magic":0}             {"compatibilityLevel":L}; no subject = global;
 //	                                                       tombstone = back to the default
 //	{"keytype":"ID","id":N,"magic":0}                      {"id":N}: id N was used, never hand it out again
@@ -47,7 +47,10 @@
 // registration is never rewritten (a soft delete is a record of its own),
 // so compaction keeps each live registration where it was written: the
 // order of the live records, which decides the races below, survives
-// compaction.
+// compaction. A soft delete's key is unique too (its own nonce D): two
+// instances may soft-delete one version, and were the second record to
+// replace the first, compaction would move the delete past a later
+// registration of the same schema that the first delete had let in.
 //
 // # Writes, ids and races
 //

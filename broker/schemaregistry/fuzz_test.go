@@ -60,7 +60,7 @@ func FuzzApplyRecords(f *testing.F) {
 		logRecord{schemaKey("s", 1, "n1"), schemaValue{Subject: "s", Version: 1, ID: 1, Schema: x}},
 		logRecord{schemaKey("t", 1, "n2"), schemaValue{Subject: "t", Version: 1, ID: 1, Schema: x}},
 		logRecord{schemaKey("s", 2, "n3"), schemaValue{Subject: "s", Version: 2, ID: 1, Schema: `"int"`}},
-		logRecord{deleteVersionKey("s", 1, "n1"), deleteVersionValue{Subject: "s", Version: 1, Nonce: "n1"}},
+		logRecord{deleteVersionKey("s", 1, "n1", "d1"), deleteVersionValue{Subject: "s", Version: 1, Nonce: "n1"}},
 		logRecord{idKey(1), idValue{ID: 1, Fingerprint: "ab"}},
 		logRecord{key: schemaKey("s", 1, "n1")},
 		logRecord{configKey(""), configValue{Level: LevelFull}},

@@ -237,8 +237,10 @@ func decideDeleteVersion(st *state, subject string, version int, permanent bool)
 	}
 }
 
+// softDeleteRecord is a soft delete of v under a key of its own (see
+// recordKey.Delete).
 func softDeleteRecord(v *version) logRecord {
-	return logRecord{deleteVersionKey(v.subject, v.number, v.nonce), deleteVersionValue{Subject: v.subject, Version: v.number, Nonce: v.nonce}}
+	return logRecord{deleteVersionKey(v.subject, v.number, v.nonce, uuid.NewString()), deleteVersionValue{Subject: v.subject, Version: v.number, Nonce: v.nonce}}
 }
 
 // loserTombstones are tombstones for the registrations that lost a race and
@@ -255,13 +257,15 @@ func loserTombstones(st *state) []logRecord {
 }
 
 // hardDeleteRecords are the records that remove a soft-deleted version:
-// the id's marker (so the id is never reused), then tombstones.
+// the id's marker (so the id is never reused), then tombstones for its soft
+// deletes and its registration. A soft delete this view has not seen yet is
+// left behind; it names a registration that is gone and is skipped.
 func hardDeleteRecords(st *state, v *version) []logRecord {
-	return []logRecord{
-		{idKey(v.id), idValue{ID: v.id, Fingerprint: st.schemas[v.id].schema.fingerprint}},
-		{key: deleteVersionKey(v.subject, v.number, v.nonce)},
-		{key: schemaKey(v.subject, v.number, v.nonce)},
+	recs := []logRecord{{idKey(v.id), idValue{ID: v.id, Fingerprint: st.schemas[v.id].schema.fingerprint}}}
+	for _, del := range v.deletes {
+		recs = append(recs, logRecord{key: deleteVersionKey(v.subject, v.number, v.nonce, del)})
 	}
+	return append(recs, logRecord{key: schemaKey(v.subject, v.number, v.nonce)})
 }
 
 // deleteSubject soft-deletes every live version of subject (and its

@@ -22,7 +22,13 @@ type recordKey struct {
 	Version int     `json:"version,omitempty"`
 	ID      int     `json:"id,omitempty"`
 	Nonce   string  `json:"nonce,omitempty"`
-	Magic   int     `json:"magic"`
+	// Delete makes each soft delete's key its own (DELETE_VERSION only):
+	// a second soft delete of one registration, written by an instance
+	// with a stale view, must not replace the first one under compaction,
+	// which would move the delete after a registration it let in. Records
+	// written before it existed have none.
+	Delete string `json:"delete,omitempty"`
+	Magic  int    `json:"magic"`
 }
 
 // schemaValue is the value of a SCHEMA record: one registration.
@@ -58,8 +64,8 @@ func schemaKey(subject string, version int, nonce string) recordKey {
 	return recordKey{Type: keySchema, Subject: &subject, Version: version, Nonce: nonce, Magic: 1}
 }
 
-func deleteVersionKey(subject string, version int, nonce string) recordKey {
-	return recordKey{Type: keyDeleteVersion, Subject: &subject, Version: version, Nonce: nonce, Magic: 1}
+func deleteVersionKey(subject string, version int, nonce, del string) recordKey {
+	return recordKey{Type: keyDeleteVersion, Subject: &subject, Version: version, Nonce: nonce, Delete: del, Magic: 1}
 }
 
 // configKey is the key of a subject's config, or of the global one when

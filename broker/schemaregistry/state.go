@@ -45,6 +45,9 @@ type version struct {
 	id      int
 	nonce   string
 	deleted bool // soft-deleted
+	// deletes are the Delete fields of the soft-delete records applied to
+	// it, in log order ("" for a record from before they had one).
+	deletes []string
 }
 
 func newState() *state {
@@ -102,10 +105,13 @@ func (s *state) applyParsed(key recordKey, value []byte, parsed map[string]parse
 			return skipped
 		}
 		v := s.byNonce[d.Nonce]
-		if v == nil {
+		if v == nil || key.Nonce != d.Nonce {
 			return skipped
 		}
 		v.deleted = true
+		if !slices.Contains(v.deletes, key.Delete) {
+			v.deletes = append(v.deletes, key.Delete)
+		}
 		return applied
 	case keyConfig:
 		subj := ""

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -133,7 +135,13 @@ func simSchema(t testing.TB, i int) parsedSchema {
 // writer saw accepted is in the state.
 func TestRacingWritersAndCompaction(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if env := os.Getenv("SLUICE_REGISTRY_SEED"); env != "" { // reproduce a failure
+		var err error
+		if seed, err = strconv.ParseUint(env, 10, 64); err != nil {
+			t.Fatalf("SLUICE_REGISTRY_SEED=%q: %v", env, err)
+		}
+	}
+	t.Logf("seed %d (SLUICE_REGISTRY_SEED=%d reproduces this run)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	subjects := []string{"a-value", "b-value", "c-value", "d-value", "e-value"}
 	levels := []string{LevelNone, LevelBackward, LevelForwardTransitive, LevelFull}
