@@ -279,6 +279,11 @@ func TestTruncateAndEpochs(t *testing.T) {
 	if off, ep := l.EndOffsetForEpoch(2); off != 90 || ep != 2 {
 		t.Fatalf("end of epoch 2: %d %d", off, ep)
 	}
+	for off, want := range map[int64]int32{-1: -1, 0: 0, 29: 0, 30: 1, 59: 1, 60: 2, 89: 2, 1000: 2} {
+		if got := l.EpochAt(off); got != want {
+			t.Fatalf("EpochAt(%d) = %d, want %d", off, got, want)
+		}
+	}
 	want := readAll(t, l, 0)
 	if err := l.TruncateTo(64); err != nil { // mid-batch: the batch at 63 goes
 		t.Fatal(err)

@@ -198,6 +198,21 @@ func (l *Log) LatestEpoch() int32 {
 	return l.epochs[len(l.epochs)-1].Epoch
 }
 
+// EpochAt returns the leader epoch of the record at offset: that of the
+// epoch-cache entry with the largest start offset <= offset, -1 if none (an
+// offset before the first entry, or an empty cache). ListOffsets answers
+// it beside an offset, as Kafka does, so that a client validating its
+// position later (KIP-320) asks about the right epoch.
+func (l *Log) EpochAt(offset int64) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].StartOffset > offset })
+	if i == 0 {
+		return -1
+	}
+	return l.epochs[i-1].Epoch
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch as Kafka does: the end
 // offset of the largest epoch <= epoch (the start of the next epoch, or the
 // log end for the latest), and that epoch. (-1, -1) if unknown.

@@ -385,6 +385,16 @@ func (s *Server) stopCluster() {
 	s.cluster.mu.Unlock()
 }
 
+// leaderEpoch is partition p's current leader epoch as this broker last saw
+// it: the partition state's in cluster mode, 0 on a single node.
+func (s *Server) leaderEpoch(t *topic, p int32) int32 {
+	if s.cluster == nil {
+		return 0
+	}
+	st, _ := s.cluster.state(t.name, p)
+	return st.LeaderEpoch
+}
+
 // leaderEpochCode checks a request's current leader epoch of a partition
 // (-1: not given) against the partition's: FENCED_LEADER_EPOCH when older,
 // UNKNOWN_LEADER_EPOCH when newer (the client knows of an election this
@@ -393,12 +403,7 @@ func (s *Server) leaderEpochCode(t *topic, p int32, current int32) int16 {
 	if current < 0 {
 		return 0
 	}
-	var epoch int32
-	if s.cluster != nil {
-		st, _ := s.cluster.state(t.name, p)
-		epoch = st.LeaderEpoch
-	}
-	switch {
+	switch epoch := s.leaderEpoch(t, p); {
 	case current < epoch:
 		return kerr.FencedLeaderEpoch.Code
 	case current > epoch:

@@ -3,15 +3,21 @@ package server
 // ListOffsets (key 2), versions 1-7.
 //
 // Timestamp -2 answers the log start offset, -1 the high watermark (equal to
-// the log end offset on a single node), or the last stable offset with
+// the log end offset on a single node; the minimum log end over the ISR in
+// cluster mode), or the last stable offset with
 // isolation_level 1 (read_committed), and t >= 0 the offset and timestamp of the first
 // record with a timestamp >= t, found through the time index and then inside
 // its (decompressed) batch (offset -1 when there is none).
 // -3 (max timestamp, v7) deviates from Kafka: it answers the last batch's max
 // timestamp and last offset, which is the same as Kafka's answer when
-// timestamps do not go backwards. The leader epoch answered is 0 (single
-// node, never re-elected); a CurrentLeaderEpoch above 0 is
-// UNKNOWN_LEADER_EPOCH.
+// timestamps do not go backwards. The leader epoch answered beside an
+// offset is, as in Kafka, the partition's current leader epoch for -1 and
+// the epoch of the record at the offset otherwise (from the epoch cache;
+// always 0 on a single node, which is never re-elected), so that a client
+// validating its position after a leader change (KIP-320) asks
+// OffsetForLeaderEpoch about the epoch its offset came from. A
+// CurrentLeaderEpoch other than the partition's is FENCED_LEADER_EPOCH
+// (older) or UNKNOWN_LEADER_EPOCH (newer).
 //
 // Bounds: the timestamp search decompresses batches as a stream, at most
 // listOffsetsDecompressBudget bytes per request over all its partitions
@@ -65,7 +71,7 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 					code = s.leaderEpochCode(t, rp.Partition, rp.CurrentLeaderEpoch)
 				}
 				if sp.ErrorCode = code; code == 0 {
-					listOffset(rc, part, rp.Timestamp, req.IsolationLevel, budget, &sp)
+					listOffset(rc, part, rp.Timestamp, req.IsolationLevel, s.leaderEpoch(t, rp.Partition), budget, &sp)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -75,9 +81,22 @@ func handleListOffsets(s *Server, rc *requestContext, kreq kmsg.Request) (reply,
 	return kmsgReply{resp}, nil
 }
 
-func listOffset(rc *requestContext, p *partition, ts int64, isolation int8, budget *plog.DecompressBudget, sp *kmsg.ListOffsetsResponseTopicPartition) {
+// listOffset answers one partition. current is the partition's leader
+// epoch: the answer to -1, and to an offset the epoch cache does not cover.
+func listOffset(rc *requestContext, p *partition, ts int64, isolation int8, current int32, budget *plog.DecompressBudget, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	l := p.log
-	sp.LeaderEpoch = 0
+	defer func() {
+		switch {
+		case sp.ErrorCode != 0 || sp.Offset < 0:
+			sp.LeaderEpoch = -1
+		case ts == -1:
+			sp.LeaderEpoch = current
+		default:
+			if sp.LeaderEpoch = l.EpochAt(sp.Offset); sp.LeaderEpoch < 0 {
+				sp.LeaderEpoch = current
+			}
+		}
+	}()
 	switch {
 	case ts == -2:
 		sp.Offset = l.LogStartOffset()
