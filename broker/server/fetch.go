@@ -14,7 +14,10 @@ package server
 // mention's place). Whatever the configuration, an answer
 // never holds more than maxFetchAnswerRecords bytes of records, so its int32
 // size cannot overflow. Reads stop at the high watermark
-// (= log end offset on a single node), or the last stable offset for read_committed. A fetch offset outside
+// (= log end offset on a single node; the minimum log end over the ISR in
+// cluster mode), or the last stable offset for read_committed. A replica's
+// fetch (ReplicaID >= 0, cluster mode) reads up to the log end and reports
+// the follower's position to the leader (replication.go). A fetch offset outside
 // [log start, log end] is OFFSET_OUT_OF_RANGE. The answer carries the high
 // watermark, last stable offset and the log start offset. Zero copy: the response frame is encoded here (fetch_encode.go)
 // around the records fields, and each record range goes out with

@@ -3,8 +3,11 @@ package server
 // OffsetForLeaderEpoch (key 23), versions 0-4: the end offset of the
 // largest leader epoch at or below the one asked for, from the partition's
 // epoch cache (franz-go uses it to detect truncation after a leader change).
-// A single node leads every partition in epoch 0: CurrentLeaderEpoch (v2+)
-// above it is UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. An epoch
+// A single node leads every partition in epoch 0; in cluster mode the leader
+// answers from its epoch cache (replica.Manager.EndOffsetForEpoch), and a
+// follower answers NOT_LEADER_OR_FOLLOWER unless the request comes from a
+// replica. CurrentLeaderEpoch (v2+) above the partition's is
+// UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. An epoch
 // the log has not seen is answered with epoch and offset -1, as Kafka does.
 // Requested partitions are answered once each.
 

@@ -5,9 +5,15 @@ package server
 // with UNSUPPORTED_VERSION on every partition.
 //
 // Acks 0 (no answer; a failed partition closes the connection, as Kafka
-// does), 1 and -1 (identical on a single node: the high watermark is set to
-// the log end offset after the append, before the answer). Any other value:
-// INVALID_REQUIRED_ACKS. The batches are validated and stored as sent by the
+// does), 1 and -1. On a single node 1 and -1 are identical: the high
+// watermark is set to the log end offset after the append, before the
+// answer. In cluster mode the leader appends (replication.go): acks=1
+// answers after the leader's append, acks=-1 once the ISR holds the batch
+// (the high watermark passed it), with NOT_ENOUGH_REPLICAS before the
+// append when the ISR is below min.insync.replicas and
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank below while waiting; a
+// broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+// Any other acks value: INVALID_REQUIRED_ACKS. The batches are validated and stored as sent by the
 // partition log (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
 // UNSUPPORTED_COMPRESSION_TYPE); idempotent producers get
 // OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, and a duplicate is

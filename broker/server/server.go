@@ -48,7 +48,9 @@ type Options struct {
 	Replicated bool
 }
 
-// Server is a single-node Kafka-protocol broker.
+// Server is a Kafka-protocol broker: the only node of a single-node broker,
+// or one broker of a cluster (Options.Cluster) whose partitions it leads or
+// follows (replication.go).
 type Server struct {
 	opts     Options
 	cfg      config.Broker
