@@ -5,8 +5,8 @@ package server
 // epoch cache (franz-go uses it to detect truncation after a leader change).
 // A single node leads every partition in epoch 0; in cluster mode the leader
 // answers from its epoch cache (replica.Manager.EndOffsetForEpoch), and a
-// follower answers NOT_LEADER_OR_FOLLOWER unless the request comes from a
-// replica. CurrentLeaderEpoch (v2+) above the partition's is
+// broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+// CurrentLeaderEpoch (v2+) above the partition's is
 // UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. An epoch
 // the log has not seen is answered with epoch and offset -1, as Kafka does.
 // Requested partitions are answered once each.
