@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // Mem is an in-memory FS that tracks what is durable. Crash reverts it to the
@@ -18,7 +20,7 @@ import (
 // It is safe for concurrent use. Names are slash-separated; a relative name
 // is taken from the root ("a/b" is "/a/b").
 type Mem struct {
-	now func() time.Time // modification times
+	clock clock.Clock // modification times
 
 	mu      sync.Mutex // guards the fields below
 	gen     int
@@ -104,12 +106,12 @@ var _ FS = (*Mem)(nil)
 
 // NewMem returns an empty in-memory file system whose modification times
 // come from the wall clock.
-func NewMem() *Mem { return NewMemClock(time.Now) }
+func NewMem() *Mem { return NewMemClock(clock.Real{}) }
 
 // NewMemClock returns an empty in-memory file system whose modification
-// times come from now.
-func NewMemClock(now func() time.Time) *Mem {
-	return &Mem{now: now, live: newNamespace(), durable: newNamespace()}
+// times come from c.
+func NewMemClock(c clock.Clock) *Mem {
+	return &Mem{clock: clock.OrReal(c), live: newNamespace(), durable: newNamespace()}
 }
 
 func clean(name string) string { return path.Clean("/" + name) }
@@ -192,7 +194,7 @@ func (m *Mem) newFileLocked(p string, exclusive bool) (*memNode, error) {
 			return nil, &fs.PathError{Op: "create", Path: p, Err: errors.New("is a directory")}
 		}
 	}
-	n := &memNode{mod: m.now()}
+	n := &memNode{mod: m.clock.Now()}
 	m.live.set(p, n)
 	return n, nil
 }
@@ -335,7 +337,7 @@ func (m *Mem) MkdirAll(dir string) error {
 			}
 			continue
 		}
-		m.live.set(d, &memNode{isDir: true, mod: m.now()})
+		m.live.set(d, &memNode{isDir: true, mod: m.clock.Now()})
 	}
 	return nil
 }
@@ -499,7 +501,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	copy(f.n.data[off:], p)
 	f.n.dirtyFrom = min(f.n.dirtyFrom, off)
-	f.n.mod = f.fs.now()
+	f.n.mod = f.fs.clock.Now()
 	return len(p), nil
 }
 

@@ -51,17 +51,17 @@ func (f *writer) Sync() error { return f.w.Flush() }
 // Close completes the file, retrying with backoff while the NameNode says
 // the last block is still replicating (as the Java client does).
 func (f *writer) Close() error {
-	deadline := f.opts.Clock().Add(f.opts.CloseTimeout)
+	deadline := f.opts.Clock.Now().Add(f.opts.CloseTimeout)
 	wait := 10 * time.Millisecond
 	for {
 		err := f.w.Close()
 		if err == nil || !hdfs.IsErrReplicating(err) {
 			return err
 		}
-		if f.opts.Clock().After(deadline) {
+		if f.opts.Clock.Now().After(deadline) {
 			return fmt.Errorf("hdfs: close of %s still replicating after %s: %w", f.name, f.opts.CloseTimeout, err)
 		}
-		f.opts.Sleep(wait) // a backoff against the NameNode, not a wait for a test event
+		<-f.opts.Clock.NewTimer(wait).C() // a backoff against the NameNode, not a wait for a test event
 		if wait < time.Second {
 			wait *= 2
 		}

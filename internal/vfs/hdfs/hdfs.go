@@ -46,6 +46,7 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 )
 
@@ -70,10 +71,9 @@ var _ vfs.FS = (*FS)(nil)
 type Options struct {
 	// User overrides HADOOP_USER_NAME and the current OS user.
 	User string
-	// Clock and Sleep time the retries of Close while the last block is
-	// replicating (default time.Now and time.Sleep).
-	Clock func() time.Time
-	Sleep func(time.Duration)
+	// Clock times the retries of Close while the last block is
+	// replicating (default the wall clock).
+	Clock clock.Clock
 	// CloseTimeout bounds the retries of Close (default 60s).
 	CloseTimeout time.Duration
 }
@@ -109,12 +109,7 @@ func New(addr string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.Sleep == nil {
-		opts.Sleep = time.Sleep
-	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 60 * time.Second
 	}
