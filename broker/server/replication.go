@@ -37,6 +37,7 @@ import (
 // node. Shutdown closes the Manager before the logs.
 func (s *Server) SetReplicas(m *replica.Manager) {
 	s.replicas = m
+	s.topics.coordinatorRepl.Store(m)
 	if m != nil {
 		if err := s.metrics.reg.Register(m.Collector()); err != nil {
 			s.logger.Warn("replica metrics not registered", "err", err)
