@@ -61,20 +61,30 @@ func (h *clusterHistory) produce(ctx context.Context, cl *kgo.Client, proc int, 
 	return err
 }
 
+// producerGroup is a set of producer processes running until stopped.
+type producerGroup struct {
+	h         *clusterHistory
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	ok, bad   atomic.Int64
+	stopped   bool
+	acked     int
+	unacked   int
+	lastError atomic.Value // string
+}
+
 // producers runs n producer processes on cl, each producing its own
-// numbered values to topic one at a time, until stop is closed. The
-// returned func waits for them and returns how many produces were acked.
-func (h *clusterHistory) producers(cl *kgo.Client, topic string, n int, stop <-chan struct{}) func() (acked, failed int) {
-	var wg sync.WaitGroup
-	var ok, bad atomic.Int64
+// numbered values to topic one at a time, until stopped.
+func (h *clusterHistory) producers(cl *kgo.Client, topic string, n int) *producerGroup {
+	g := &producerGroup{h: h, stop: make(chan struct{})}
 	for range n {
 		proc := h.process()
-		wg.Add(1)
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-g.stop:
 					return
 				default:
 				}
@@ -82,18 +92,41 @@ func (h *clusterHistory) producers(cl *kgo.Client, topic string, n int, stop <-c
 				err := h.produce(ctx, cl, proc, topic, fmt.Sprintf("p%d-%06d", proc, i))
 				cancel()
 				if err != nil {
-					bad.Add(1)
+					g.bad.Add(1)
+					g.lastError.Store(err.Error())
 					time.Sleep(50 * time.Millisecond)
 				} else {
-					ok.Add(1)
+					g.ok.Add(1)
 				}
 			}
 		}()
 	}
-	return func() (int, int) {
-		wg.Wait()
-		return int(ok.Load()), int(bad.Load())
+	return g
+}
+
+// awaitAcked waits until n more produces were acknowledged (the cluster
+// takes writes): a scenario's faults hit a running workload.
+func (g *producerGroup) awaitAcked(n int, what string) {
+	g.h.t.Helper()
+	from := g.ok.Load()
+	eventually(g.h.t, 60*time.Second, fmt.Sprintf("%d more produces acknowledged (%s)", n, what), func() error {
+		if got := g.ok.Load() - from; got < int64(n) {
+			last, _ := g.lastError.Load().(string)
+			return fmt.Errorf("%d acknowledged; last error %q", got, last)
+		}
+		return nil
+	})
+}
+
+// halt stops the producers and waits for them.
+func (g *producerGroup) halt() {
+	if g.stopped {
+		return
 	}
+	g.stopped = true
+	close(g.stop)
+	g.wg.Wait()
+	g.acked, g.unacked = int(g.ok.Load()), int(g.bad.Load())
 }
 
 // finalRead reads every partition of topic from its log start to its high
@@ -195,30 +228,39 @@ type batchInfo struct {
 // replicaBatches reads the batches of topic-partition from broker id's
 // segment files, in offset order.
 func (c *brokerCluster) replicaBatches(id int32, topic string, p int32) ([]batchInfo, error) {
+	var out []batchInfo
+	err := c.eachBatch(id, topic, p, func(b []byte) {
+		base := int64(binary.BigEndian.Uint64(b[0:8]))
+		out = append(out, batchInfo{Base: base, Last: base + int64(int32(binary.BigEndian.Uint32(b[23:27]))),
+			Epoch: int32(binary.BigEndian.Uint32(b[12:16])), CRC: binary.BigEndian.Uint32(b[17:21])})
+	})
+	return out, err
+}
+
+// eachBatch calls fn with each whole batch of broker id's segment files of
+// topic-partition, in file order, up to the end of what was written.
+func (c *brokerCluster) eachBatch(id int32, topic string, p int32, fn func(batch []byte)) error {
 	dir := filepath.Join(c.brokers[id].DataDir, fmt.Sprintf("%s-%d", topic, p))
 	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sort.Strings(names)
-	var out []batchInfo
 	for _, name := range names {
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for len(b) >= 61 {
 			n := int(int32(binary.BigEndian.Uint32(b[8:12])))
-			if n <= 0 || 12+n > len(b) {
+			if n < 49 || 12+n > len(b) {
 				break // the end of what was written (a preallocated or torn tail)
 			}
-			out = append(out, batchInfo{Base: int64(binary.BigEndian.Uint64(b[0:8])), Epoch: int32(binary.BigEndian.Uint32(b[12:16])),
-				CRC:  binary.BigEndian.Uint32(b[17:21]),
-				Last: int64(binary.BigEndian.Uint64(b[0:8])) + int64(int32(binary.BigEndian.Uint32(b[23:27])))})
+			fn(b[:12+n])
 			b = b[12+n:]
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // checkReplicasIdentical compares, for each partition of topic, the
