@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/broker/cluster"
 	"github.com/sluicehq/sluice/broker/replica"
@@ -66,4 +69,24 @@ func keys(m map[string]replica.State) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestCoordinatorAppendErrorMapping: a coordinator's failed replicated
+// append is answered as Kafka's GroupMetadataManager answers a failed
+// produce to __consumer_offsets.
+func TestCoordinatorAppendErrorMapping(t *testing.T) {
+	for code, want := range map[int16]*kerr.Error{
+		kerr.NotLeaderForPartition.Code:        kerr.NotCoordinator,
+		kerr.KafkaStorageError.Code:            kerr.NotCoordinator,
+		kerr.NotEnoughReplicas.Code:            kerr.CoordinatorNotAvailable,
+		kerr.NotEnoughReplicasAfterAppend.Code: kerr.CoordinatorNotAvailable,
+		kerr.UnknownTopicOrPartition.Code:      kerr.CoordinatorNotAvailable,
+		kerr.RequestTimedOut.Code:              kerr.RequestTimedOut,
+	} {
+		err := coordinatorAppendError("__consumer_offsets", 7, code)
+		var got *kerr.Error
+		if !errors.As(err, &got) || got != want {
+			t.Errorf("%v: %v, want %v", kerr.ErrorForCode(code), err, want)
+		}
+	}
 }
