@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -56,6 +58,31 @@ func faultTopic(t *testing.T, c *brokerCluster, prefix string, configs map[strin
 func faultProducer(c *brokerCluster) *kgo.Client {
 	return c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.RecordDeliveryTimeout(25*time.Second), kgo.ProduceRequestTimeout(5*time.Second))
+}
+
+// checkpointedHW reads broker id's partition.checkpoint of topic-p (its
+// high watermark as a restart finds it; 0 when never written) and its log
+// end from the segment files.
+func (c *brokerCluster) checkpointedHW(id int32, topic string, p int32) (hw, leo int64) {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.brokers[id].DataDir, fmt.Sprintf("%s-%d", topic, p), "partition.checkpoint"))
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		c.t.Fatal(err)
+	case len(b) != 4+1+48+4 || string(b[:4]) != "SLCP":
+		c.t.Fatalf("broker %d: partition.checkpoint of %d bytes: not the format this test reads", id, len(b))
+	default:
+		hw = int64(binary.BigEndian.Uint64(b[5+8:]))
+	}
+	bs, err := c.replicaBatches(id, topic, p)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if len(bs) > 0 {
+		leo = bs[len(bs)-1].Last + 1
+	}
+	return hw, leo
 }
 
 // step logs how long a scenario has run at a step (verbose runs).
@@ -174,7 +201,11 @@ func TestClusterHighWatermarkLag(t *testing.T) {
 		follower := others(v.Replicas, v.Leader)[0]
 		prod.awaitAcked(100, "before the follower's kill")
 		c.brokers[follower].Kill()
-		step(t, started, "follower %d killed", follower)
+		hw, leo := c.checkpointedHW(follower, topic, 0)
+		step(t, started, "follower %d killed: checkpointed high watermark %d, log end %d", follower, hw, leo)
+		if hw >= leo {
+			t.Errorf("the scenario's premise: follower %d's checkpointed high watermark %d is not behind its log end %d", follower, hw, leo)
+		}
 		c.brokers[follower].Restart(t)
 		// Past the killed process's session: the controller has seen it
 		// die (and dropped it from the ISR) and the new one registered.
