@@ -130,8 +130,10 @@ func (it internalTopic) read(p int32, from int64, maxBytes int) ([]byte, error) 
 	// A coordinator loads its partition when it becomes the leader, up to
 	// the log end as Kafka does: a new leader's high watermark may still be
 	// behind what the old one committed (followers learn it from the next
-	// fetch answer), and everything a leader holds is committed in its
-	// epoch. On a single node the two are equal.
+	// fetch answer), and its followers truncate to its log, so what it
+	// holds is what the partition will hold (if it loses the leadership
+	// first, the next leader loads the partition again). On a single node
+	// the two are equal.
 	bound := part.log.HighWatermark()
 	if it.reg.coordinatorRepl.Load() != nil {
 		bound = part.log.LogEndOffset()
