@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/broker/group"
 	"github.com/sluicehq/sluice/internal/history"
 )
 
@@ -131,6 +132,13 @@ func TestClusterCommitSurvivesCoordinatorKill(t *testing.T) {
 		got, newCoordinator = offsets, id
 		return nil
 	})
+	offsets, err := c.topicView(newCoordinator, group.OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := group.PartitionFor(groupID, int32(len(offsets))); offsets[p].Leader != newCoordinator {
+		t.Errorf("new coordinator %d, but %s-%d is led by %d", newCoordinator, group.OffsetsTopic, p, offsets[p].Leader)
+	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("new coordinator %d answers committed offsets %v; %v were committed at %d before it was killed", newCoordinator, got, want, coordinator)
 	}
