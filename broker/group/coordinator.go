@@ -43,7 +43,9 @@ type Storage interface {
 	// returned.
 	OffsetsPartitions(create bool) (int32, error)
 	// Append appends one RecordBatch v2 to a partition of OffsetsTopic; the
-	// log assigns the offsets. After a nil return the records are readable.
+	// log assigns the offsets. After a nil return the records are readable
+	// (in a cluster: replicated to the ISR). An error wrapping a *kerr.Error
+	// is answered with its code (NOT_COORDINATOR, REQUEST_TIMED_OUT, ...).
 	Append(partition int32, batch []byte) error
 	// Read returns whole record batches of a partition of OffsetsTopic,
 	// starting with the one holding offset from, up to about maxBytes (at

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -341,6 +342,29 @@ func TestCommitStorageFailure(t *testing.T) {
 	}
 	if got := f.fetched("g", "t", 0); got != 3 {
 		t.Fatalf("a failed commit changed the offset: %d", got)
+	}
+}
+
+// TestCommitReplicatedAppendCodes: an append failing with a Kafka code (a
+// cluster's replicated append, mapped by the broker's Storage) answers the
+// commit with that code, and the offset does not move.
+func TestCommitReplicatedAppendCodes(t *testing.T) {
+	f := newFixture(t)
+	if code := f.commit("g", "", -1, "t", 0, 3); code != 0 {
+		t.Fatal(code)
+	}
+	for _, e := range []*kerr.Error{kerr.NotCoordinator, kerr.RequestTimedOut, kerr.CoordinatorNotAvailable} {
+		f.st.appendErr = fmt.Errorf("%w: replicated append to __consumer_offsets-0: %v", e, "cause")
+		if code := f.commit("g", "", -1, "t", 0, 4); code != e.Code {
+			t.Errorf("commit whose append failed with %v: code %v", e, kerr.ErrorForCode(code))
+		}
+		if got := f.fetched("g", "t", 0); got != 3 {
+			t.Fatalf("a failed commit changed the offset: %d", got)
+		}
+	}
+	f.st.appendErr = nil
+	if code := f.commit("g", "", -1, "t", 0, 4); code != 0 || f.fetched("g", "t", 0) != 4 {
+		t.Fatalf("commit after the failures: code %d, offset %d", code, f.fetched("g", "t", 0))
 	}
 }
 

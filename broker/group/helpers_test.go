@@ -31,6 +31,7 @@ type logStorage struct {
 	cfg   plog.Config      // of the offsets topic's partitions
 
 	failAppend bool
+	appendErr  error // returned by Append when set (a cluster's replicated append failing)
 }
 
 func newLogStorage(t testing.TB, fs vfs.FS, partitions int32) *logStorage {
@@ -74,6 +75,9 @@ func (st *logStorage) Append(p int32, batch []byte) error {
 	defer st.mu.Unlock()
 	if st.failAppend {
 		return errors.New("injected append failure")
+	}
+	if st.appendErr != nil {
+		return st.appendErr
 	}
 	l := st.logs[p]
 	if _, err := l.Append(batch, plog.CoordinatorAppend(batch)); err != nil {

@@ -570,6 +570,14 @@ func (c *Coordinator) assign(g *group, leader []kmsg.SyncGroupRequestGroupAssign
 		return kerr.MessageTooLarge.Code
 	}
 	c.logger.Error("store group assignment; rebalancing", "group", g.id, "err", err)
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		// A replicated append's failure (Storage.Append), as Kafka's
+		// storeGroup maps it: a timeout is REBALANCE_IN_PROGRESS.
+		if ke.Code == kerr.RequestTimedOut.Code {
+			return kerr.RebalanceInProgress.Code
+		}
+		return ke.Code
+	}
 	return kerr.CoordinatorNotAvailable.Code
 }
 

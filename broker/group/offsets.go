@@ -161,8 +161,9 @@ func (c *Coordinator) acceptCommits(req *kmsg.OffsetCommitRequest, ans *commitAn
 // storeCommits appends the accepted offsets' records to the offsets topic.
 // A non-zero code means nothing was stored: INVALID_COMMIT_OFFSET_SIZE when
 // they would take the coordinator past group.coordinator.max.bytes or do not
-// fit one batch of the offsets topic, COORDINATOR_NOT_AVAILABLE when the
-// append failed.
+// fit one batch of the offsets topic, the Kafka code a failed append
+// carries (Storage.Append: NOT_COORDINATOR, REQUEST_TIMED_OUT,
+// COORDINATOR_NOT_AVAILABLE in cluster mode), else COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) storeCommits(g *group, id string, ok []accepted, recs []record) int16 {
 	if grow := c.commitGrowth(g, id, ok); grow > 0 && c.mem.used+grow > c.opts.MaxCoordinatorBytes {
 		c.logger.Warn("offset commit refused: the coordinator holds group.coordinator.max.bytes; the client gets INVALID_COMMIT_OFFSET_SIZE",
@@ -178,6 +179,11 @@ func (c *Coordinator) storeCommits(g *group, id string, ok []accepted, recs []re
 			return kerr.InvalidCommitOffsetSize.Code
 		}
 		c.logger.Error("store offsets", "group", id, "err", err)
+		if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+			// A replicated append's failure, mapped by Storage
+			// (NOT_COORDINATOR, REQUEST_TIMED_OUT, ...).
+			return ke.Code
+		}
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0

@@ -293,6 +293,10 @@ func (m *Manager) States() []State {
 	return out
 }
 
+// Holds reports whether the Manager replicates the partition (a state
+// naming this broker among its replicas was applied and not stopped).
+func (m *Manager) Holds(topic string, partition int32) bool { return m.get(topic, partition) != nil }
+
 func (m *Manager) get(topic string, partition int32) *partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()

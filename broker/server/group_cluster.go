@@ -10,6 +10,13 @@ package server
 // stops leading drops them. The offsets topic is created with replication
 // factor offsets.topic.replication.factor's default, 3, or the live
 // brokers if fewer (as Kafka lets a small cluster start).
+//
+// The coordinator's appends (commits, group metadata) are replicated
+// appends waited for like acks=all (group_storage.go): a commit is answered
+// once the partition's ISR holds it, so the next coordinator has it.
+// Deviation from Kafka: the coordinator holds its lock across that wait
+// (Kafka parks the commit in a delayed operation), so a partition whose ISR
+// is slow stalls this broker's other groups for up to the commit timeout.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -1,14 +1,17 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
+	"github.com/sluicehq/sluice/broker/replica"
 )
 
 // internalTopic is a coordinator's compacted internal topic
@@ -54,12 +57,26 @@ func (it internalTopic) partition(p int32) (*partition, error) {
 	return t.partition(p), nil
 }
 
+// coordinatorCommitTimeout bounds how long a coordinator's append waits
+// for its replication in cluster mode (Kafka's offsets.commit.timeout.ms).
+const coordinatorCommitTimeout = 5 * time.Second
+
 // append appends one batch of the coordinator's (transactional ones
-// admitted, plog.CoordinatorAppend) and commits it (single node).
+// admitted, plog.CoordinatorAppend) and commits it. On a single node the
+// append is committed at once. In cluster mode it is a replicated append
+// as leader, waited for as acks=all is (the internal topic's
+// min.insync.replicas, at most coordinatorCommitTimeout): a coordinator
+// answers a commit only once the ISR holds it, so a new leader of the
+// partition (the next coordinator) has it. A failure is a *kerr.Error
+// mapped as Kafka's group coordinator maps a produce's (see
+// coordinatorAppendError); the records may still be in the log.
 func (it internalTopic) append(p int32, batch []byte) error {
 	part, err := it.partition(p)
 	if err != nil {
 		return err
+	}
+	if m := it.reg.coordinatorRepl.Load(); m != nil {
+		return it.appendReplicated(m, part, batch)
 	}
 	part.mu.Lock()
 	defer part.mu.Unlock()
@@ -69,13 +86,59 @@ func (it internalTopic) append(p int32, batch []byte) error {
 	return part.log.SetHighWatermark(part.log.LogEndOffset())
 }
 
+func (it internalTopic) appendReplicated(m *replica.Manager, part *partition, batch []byte) error {
+	part.mu.Lock()
+	res, code, err := m.AppendLeader(it.name, part.tp.Partition, -1, batch, plog.CoordinatorAppend(batch))
+	part.mu.Unlock()
+	if code != 0 {
+		return coordinatorAppendError(it.name, part.tp.Partition, code)
+	}
+	if err != nil {
+		return err
+	}
+	code = m.WaitAppended(context.Background(), it.name, part.tp.Partition, res.Epoch, res.LastOffset, coordinatorCommitTimeout)
+	if code != 0 {
+		return coordinatorAppendError(it.name, part.tp.Partition, code)
+	}
+	return nil
+}
+
+// coordinatorAppendError maps the code of a failed replicated append to
+// the one the coordinator's client gets, as Kafka's GroupMetadataManager
+// does: NOT_LEADER_OR_FOLLOWER (and KAFKA_STORAGE_ERROR) become
+// NOT_COORDINATOR (the client looks the coordinator up again);
+// NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND and
+// UNKNOWN_TOPIC_OR_PARTITION become COORDINATOR_NOT_AVAILABLE;
+// REQUEST_TIMED_OUT stays.
+func coordinatorAppendError(topic string, p int32, code int16) error {
+	mapped := kerr.ErrorForCode(code)
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		mapped = kerr.NotCoordinator
+	case kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.UnknownTopicOrPartition.Code:
+		mapped = kerr.CoordinatorNotAvailable
+	}
+	return fmt.Errorf("%w: replicated append to %s-%d: %v", mapped, topic, p, kerr.ErrorForCode(code))
+}
+
 func (it internalTopic) read(p int32, from int64, maxBytes int) ([]byte, error) {
 	part, err := it.partition(p)
 	if err != nil {
 		return nil, err
 	}
 	from = max(from, part.log.LogStartOffset())
-	r, err := part.log.Read(from, maxBytes, part.log.HighWatermark())
+	// A coordinator loads its partition when it becomes the leader, up to
+	// the log end as Kafka does: a new leader's high watermark may still be
+	// behind what the old one committed (followers learn it from the next
+	// fetch answer), and its followers truncate to its log, so what it
+	// holds is what the partition will hold (if it loses the leadership
+	// first, the next leader loads the partition again). On a single node
+	// the two are equal.
+	bound := part.log.HighWatermark()
+	if it.reg.coordinatorRepl.Load() != nil {
+		bound = part.log.LogEndOffset()
+	}
+	r, err := part.log.Read(from, maxBytes, bound)
 	if errors.Is(err, plog.ErrOffsetOutOfRange) && from >= part.log.LogEndOffset() {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/broker/config"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/metadata"
+	"github.com/sluicehq/sluice/broker/replica"
 	"github.com/sluicehq/sluice/internal/topicname"
 )
 
@@ -91,6 +93,11 @@ type registry struct {
 	busy   map[string]bool // names being created or deleted
 
 	replicated bool // cluster mode: the high watermark is replication's (Options.Replicated)
+
+	// coordinatorRepl is cluster mode's replica Manager, through which the
+	// coordinators' internal topics append and wait (group_storage.go);
+	// nil on a single node.
+	coordinatorRepl atomic.Pointer[replica.Manager]
 }
 
 // openRegistry loads the store, opens every registered partition and

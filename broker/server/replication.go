@@ -18,6 +18,9 @@ package server
 //     log end instead of the high watermark.
 //   - OffsetForLeaderEpoch: answered by the leader only, its current epoch
 //     counting from its first offset (Manager.EndOffsetForEpoch).
+//   - The coordinators' appends to their internal topics (group_storage.go)
+//     go through AppendLeader and WaitAppended as an acks=-1 produce does,
+//     so a commit is answered only once the ISR holds it.
 
 import (
 	"context"
@@ -37,6 +40,7 @@ import (
 // node. Shutdown closes the Manager before the logs.
 func (s *Server) SetReplicas(m *replica.Manager) {
 	s.replicas = m
+	s.topics.coordinatorRepl.Store(m)
 	if m != nil {
 		if err := s.metrics.reg.Register(m.Collector()); err != nil {
 			s.logger.Warn("replica metrics not registered", "err", err)

@@ -45,33 +45,49 @@ func (s *Server) startReplication(node *cluster.Node) {
 }
 
 // applyReplicas hands the Manager the states of the partitions this broker
-// holds a replica of and has open (reconcile, after openAssigned).
+// holds a replica of and has open (reconcile, after openAssigned), and
+// stops those it replicates that are no longer assigned here.
 func (s *Server) applyReplicas(states map[partitionKey]cluster.PartitionState) {
 	if s.replicas == nil {
 		return
 	}
-	self := s.cluster.self
+	open := func(k partitionKey) bool {
+		t, ok := s.topics.get(k.topic)
+		return ok && t.partition(k.partition) != nil
+	}
+	held := func(k partitionKey) bool { return s.replicas.Holds(k.topic, k.partition) }
+	if out := replicaStates(s.cluster.self, states, open, held, s.replicas.States()); len(out) > 0 {
+		s.replicas.Apply(out)
+	}
+}
+
+// replicaStates picks what a reconcile hands the Manager: the state of each
+// partition with a replica on self that is open here; a stop (the state,
+// whose replicas do not include self) for each partition the Manager holds
+// that is no longer assigned here; a stop naming no replica for each one
+// it holds that no state lists any more (its topic deleted). The states of
+// the cluster's other partitions are not handed over: the Manager would
+// ignore them, once per partition of the cluster at every reconcile.
+func replicaStates(self int32, states map[partitionKey]cluster.PartitionState, open, held func(partitionKey) bool, have []replica.State) []replica.State {
 	var out []replica.State
 	for k, st := range states {
 		if !slices.Contains(st.Replicas, self) {
-			// Not (or no longer) a replica here: the Manager stops what it
-			// replicated, and ignores the state otherwise.
-			out = append(out, replica.State{Topic: st.Topic, Partition: st.Partition, Leader: st.Leader,
-				LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, Version: st.Version})
+			if held(k) {
+				out = append(out, replica.State{Topic: st.Topic, Partition: st.Partition, Leader: st.Leader,
+					LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas, Version: st.Version})
+			}
 			continue
 		}
-		if t, ok := s.topics.get(k.topic); !ok || t.partition(k.partition) == nil {
+		if !open(k) {
 			continue // not open yet: the next reconcile hands it over
 		}
 		out = append(out, replica.State{Topic: st.Topic, Partition: st.Partition, Leader: st.Leader,
 			LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, Replicas: st.Replicas, Version: st.Version})
 	}
-	// A partition the Manager replicates that no state lists any more (its
-	// topic deleted) is stopped with a state naming no replica.
-	for _, have := range s.replicas.States() {
-		if _, ok := states[partitionKey{have.Topic, have.Partition}]; !ok {
-			out = append(out, replica.State{Topic: have.Topic, Partition: have.Partition, Leader: -1, LeaderEpoch: have.LeaderEpoch, Version: have.Version})
+	for _, h := range have {
+		if _, ok := states[partitionKey{h.Topic, h.Partition}]; !ok {
+			out = append(out, replica.State{Topic: h.Topic, Partition: h.Partition, Leader: -1, LeaderEpoch: h.LeaderEpoch, Version: h.Version})
 		}
 	}
-	s.replicas.Apply(out)
+	return out
 }
