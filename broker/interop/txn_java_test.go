@@ -1,0 +1,248 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
+)
+
+// Main classes of the Kafka 4.1 tools jar used here.
+const (
+	transactionalCopierClass = "org.apache.kafka.tools.TransactionalMessageCopier"
+)
+
+// TestJavaTransactionalProducerAgainstSluice: Kafka 4.1's
+// ProducerPerformance with --transactional-id (a transaction every 50 ms,
+// monotonic payloads 0..n-1) while franz-go aborts transactions of its own
+// into the same partitions; Kafka's console consumer with
+// --isolation-level read_committed prints each committed payload once and
+// no aborted one, while read_uncommitted shows the aborted records are in
+// the log.
+func TestJavaTransactionalProducerAgainstSluice(t *testing.T) {
+	s := kafka.StartSluice(t)
+	const n, aborts, perAbort = 3000, 6, 25
+	topic := newTopicName("javatxn")
+	createTopic(t, s.Addr, topic, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	aborted := make(chan error, 1)
+	go func() {
+		aborted <- func() error {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr), kgo.TransactionalID(newTopicName("aborter")), kgo.DefaultProduceTopic(topic),
+				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			for i := 0; i < aborts; i++ {
+				if err := cl.BeginTransaction(); err != nil {
+					return err
+				}
+				for j := 0; j < perAbort; j++ {
+					if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("aborted-%d-%d", i, j))).FirstErr(); err != nil {
+						return err
+					}
+				}
+				if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+					return err
+				}
+				time.Sleep(20 * time.Millisecond) // spread the aborted transactions among the committed ones
+			}
+			return nil
+		}()
+	}()
+	start := time.Now()
+	res, err := kafka.JavaTool(t, ctx, nil, kafka.ProducerPerformanceClass,
+		"--topic", topic, "--num-records", strconv.Itoa(n), "--throughput", "-1", "--payload-monotonic",
+		"--transactional-id", newTopicName("perf-txn"), "--transaction-duration-ms", "50",
+		"--producer-props", "bootstrap.servers="+s.Addr, "acks=all", "batch.size=2048")
+	if err != nil {
+		t.Fatalf("ProducerPerformance --transactional-id: %v", err)
+	}
+	t.Logf("ProducerPerformance (%s): %s", time.Since(start).Round(time.Millisecond), lastLine(string(res.Stdout)))
+	if err := <-aborted; err != nil {
+		t.Fatalf("the aborting franz-go producer: %v", err)
+	}
+
+	var want []string
+	for i := 0; i < n; i++ {
+		want = append(want, strconv.Itoa(i))
+	}
+	res, err = kafka.JavaTool(t, ctx, nil, kafka.ConsoleConsumerClass,
+		"--bootstrap-server", s.Addr, "--topic", topic, "--from-beginning", "--isolation-level", "read_committed",
+		"--max-messages", strconv.Itoa(n), "--timeout-ms", "30000")
+	if err != nil {
+		t.Fatalf("console consumer --isolation-level read_committed: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	assertSameSet(t, got, want)
+	// Nothing past the n committed records (the console consumer stops at n).
+	assertSameSet(t, readValues(t, s.Addr, topic, kgo.ReadCommitted(), n), want)
+	all := readValues(t, s.Addr, topic, kgo.ReadUncommitted(), n+aborts*perAbort)
+	if len(all) != n+aborts*perAbort {
+		t.Fatalf("read_uncommitted: %d records, want %d committed and %d aborted", len(all), n, aborts*perAbort)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestJavaTransactionalCopierKill9: Kafka's TransactionalMessageCopier (one
+// per input partition, as Kafka's transactions system test runs it:
+// consume read_committed, produce and send the offsets in one transaction
+// of 100, a third of the transactions aborted at random) copies a topic
+// while the sluice broker is killed with SIGKILL and restarted twice. A
+// copier that dies (its producer times out while the broker is down) is
+// started again under its transactional id and resumes from its committed
+// offsets. Then: Kafka's console consumer (read_committed) reads the output
+// as exactly the input, each record once; read_uncommitted shows aborted
+// records were written (so the check has something to hide).
+func TestJavaTransactionalCopierKill9(t *testing.T) {
+	// The copiers run on goroutines of their own: check the JVM and the
+	// jars here, where a missing one can fail the test.
+	if _, err := kafka.Classpath(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kafka.JavaPath(); err != nil {
+		t.Fatal(err)
+	}
+	s := kafka.StartSluice(t)
+	const partitions, perPartition = 2, 1500
+	in, out := newTopicName("copy-in"), newTopicName("copy-out")
+	createTopic(t, s.Addr, in, partitions)
+	createTopic(t, s.Addr, out, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	var want []string
+	func() {
+		cl := mustClient(t, s.Addr, kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		var recs []*kgo.Record
+		for p := int32(0); p < partitions; p++ {
+			for i := 0; i < perPartition; i++ {
+				k, v := fmt.Sprintf("k%d-%d", p, i), fmt.Sprintf("v%d-%d", p, i)
+				recs = append(recs, &kgo.Record{Partition: p, Key: []byte(k), Value: []byte(v)})
+				want = append(want, k+":"+v)
+			}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("seed the input: %v", err)
+		}
+	}()
+
+	start := time.Now()
+	type copierResult struct {
+		p     int
+		runs  int
+		err   error
+		stdio string
+	}
+	results := make(chan copierResult, partitions)
+	var mu sync.Mutex // guards restarts
+	restarts := 0
+	for p := 0; p < partitions; p++ {
+		go func() {
+			var err error
+			var res kafka.Result
+			for run := 1; run <= 5; run++ {
+				res, err = kafka.JavaTool(t, ctx, nil, transactionalCopierClass,
+					"--broker-list", s.Addr, "--transactional-id", fmt.Sprintf("copier-%s-%d", in, p),
+					"--input-topic", in, "--input-partition", strconv.Itoa(p), "--output-topic", out,
+					"--consumer-group", "copier-"+in, "--transaction-size", "100", "--transaction-timeout", "20000",
+					"--enable-random-aborts")
+				if err == nil || ctx.Err() != nil {
+					results <- copierResult{p, run, err, lastLine(string(res.Stdout))}
+					return
+				}
+				mu.Lock()
+				restarts++
+				mu.Unlock()
+				t.Logf("copier %d (run %d) failed; starting it again: %v", p, run, firstLines(err.Error(), 3))
+			}
+			results <- copierResult{p, 5, err, lastLine(string(res.Stdout))}
+		}()
+	}
+
+	// Kill the broker when the output holds a third, then two thirds, of
+	// the input (counting aborted records too: they are what a crash cuts).
+	total := partitions * perPartition
+	for kill, at := range []int{total / 3, 2 * total / 3} {
+		deadline := time.Now().Add(2 * time.Minute)
+		for outputEnd(s.Addr, out) < int64(at) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the copiers wrote fewer than %d records in 2 minutes (kill %d)", at, kill+1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.Kill()
+		t.Logf("kill -9 %d at %s with the output at %d+ records", kill+1, time.Since(start).Round(time.Millisecond), at)
+		time.Sleep(500 * time.Millisecond)
+		s.Restart(t)
+	}
+	for i := 0; i < partitions; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("copier %d failed after %d runs: %v", r.p, r.runs, r.err)
+		}
+		t.Logf("copier %d done after %d run(s): %s", r.p, r.runs, r.stdio)
+	}
+	t.Logf("copied %d records in %s with 2 broker kills and %d copier restarts", total, time.Since(start).Round(time.Millisecond), restarts)
+
+	res, err := kafka.JavaTool(t, ctx, nil, kafka.ConsoleConsumerClass,
+		"--bootstrap-server", s.Addr, "--topic", out, "--from-beginning", "--isolation-level", "read_committed",
+		"--max-messages", strconv.Itoa(total), "--timeout-ms", "30000",
+		"--property", "print.key=true", "--property", "key.separator=:")
+	if err != nil {
+		t.Fatalf("console consumer --isolation-level read_committed: %v", err)
+	}
+	assertSameSet(t, strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n"), want)
+	committed := readValues(t, s.Addr, out, kgo.ReadCommitted(), total)
+	if len(committed) != total {
+		t.Fatalf("read_committed: %d records in the output, want %d", len(committed), total)
+	}
+	all := readValues(t, s.Addr, out, kgo.ReadUncommitted(), total)
+	if len(all) <= total {
+		t.Fatalf("read_uncommitted: %d records, no aborted one among them (random aborts should leave some)", len(all))
+	}
+	t.Logf("output: %d committed records (each input record once), %d records in all (aborted included)", total, len(all))
+}
+
+// outputEnd is the sum of the topic's end offsets, 0 when the broker does
+// not answer.
+func outputEnd(addr, topic string) int64 {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		return 0
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			sum += o.Offset
+		}
+	})
+	return sum
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], " | ")
+}
