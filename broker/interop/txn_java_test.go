@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,11 +100,14 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestJavaTransactionalCopierKill9: Kafka's TransactionalMessageCopier (one
-// per input partition, as Kafka's transactions system test runs it:
-// consume read_committed, produce and send the offsets in one transaction
-// of 100, a third of the transactions aborted at random) copies a topic
-// while the sluice broker is killed with SIGKILL and restarted twice. A
+// TestJavaTransactionalCopierKill9: Kafka's TransactionalMessageCopier
+// copies a topic (consume read_committed, produce and send the offsets in
+// one transaction of 100, a third of the transactions aborted at random)
+// while the sluice broker is killed with SIGKILL and restarted twice, in
+// the two ways Kafka's transactions system test runs it: "assign", one
+// copier per input partition committing offsets under a group id, and
+// "group", two copiers subscribed in one consumer group (--group-mode)
+// committing with their group metadata (KIP-447, --use-group-metadata). A
 // copier that dies (its producer times out while the broker is down) is
 // started again under its transactional id and resumes from its committed
 // offsets. Then: Kafka's console consumer (read_committed) reads the output
@@ -118,8 +122,16 @@ func TestJavaTransactionalCopierKill9(t *testing.T) {
 	if _, err := kafka.JavaPath(); err != nil {
 		t.Fatal(err)
 	}
-	s := kafka.StartSluice(t)
-	const partitions, perPartition = 2, 1500
+	t.Run("assign", func(t *testing.T) { copierKill9(t, false) })
+	t.Run("group", func(t *testing.T) { copierKill9(t, true) })
+}
+
+func copierKill9(t *testing.T, groupMode bool) {
+	s := kafka.StartSluice(t, "--config", groupBrokerConfig(t))
+	// SLUICE_TXN_COPIER_RECORDS (per partition) and SLUICE_TXN_COPIER_KILLS
+	// make a longer run.
+	const partitions = 2
+	perPartition, kills := envInt(t, "SLUICE_TXN_COPIER_RECORDS", 1500), envInt(t, "SLUICE_TXN_COPIER_KILLS", 2)
 	in, out := newTopicName("copy-in"), newTopicName("copy-out")
 	createTopic(t, s.Addr, in, partitions)
 	createTopic(t, s.Addr, out, partitions)
@@ -153,15 +165,18 @@ func TestJavaTransactionalCopierKill9(t *testing.T) {
 	var mu sync.Mutex // guards restarts
 	restarts := 0
 	for p := 0; p < partitions; p++ {
+		args := []string{"--broker-list", s.Addr, "--transactional-id", fmt.Sprintf("copier-%s-%d", in, p),
+			"--input-topic", in, "--input-partition", strconv.Itoa(p), "--output-topic", out,
+			"--consumer-group", "copier-" + in, "--transaction-size", "100", "--transaction-timeout", "20000",
+			"--enable-random-aborts"}
+		if groupMode { // --input-partition is then ignored
+			args = append(args, "--group-mode", "--use-group-metadata")
+		}
 		go func() {
 			var err error
 			var res kafka.Result
 			for run := 1; run <= 5; run++ {
-				res, err = kafka.JavaTool(t, ctx, nil, transactionalCopierClass,
-					"--broker-list", s.Addr, "--transactional-id", fmt.Sprintf("copier-%s-%d", in, p),
-					"--input-topic", in, "--input-partition", strconv.Itoa(p), "--output-topic", out,
-					"--consumer-group", "copier-"+in, "--transaction-size", "100", "--transaction-timeout", "20000",
-					"--enable-random-aborts")
+				res, err = kafka.JavaTool(t, ctx, nil, transactionalCopierClass, args...)
 				if err == nil || ctx.Err() != nil {
 					results <- copierResult{p, run, err, lastLine(string(res.Stdout))}
 					return
@@ -176,9 +191,11 @@ func TestJavaTransactionalCopierKill9(t *testing.T) {
 	}
 
 	// Kill the broker when the output holds a third, then two thirds, of
-	// the input (counting aborted records too: they are what a crash cuts).
+	// the input (with 2 kills; counting aborted records too: they are what
+	// a crash cuts).
 	total := partitions * perPartition
-	for kill, at := range []int{total / 3, 2 * total / 3} {
+	for kill := 0; kill < kills; kill++ {
+		at := total * (kill + 1) / (kills + 1)
 		deadline := time.Now().Add(2 * time.Minute)
 		for outputEnd(s.Addr, out) < int64(at) {
 			if time.Now().After(deadline) {
@@ -198,7 +215,7 @@ func TestJavaTransactionalCopierKill9(t *testing.T) {
 		}
 		t.Logf("copier %d done after %d run(s): %s", r.p, r.runs, r.stdio)
 	}
-	t.Logf("copied %d records in %s with 2 broker kills and %d copier restarts", total, time.Since(start).Round(time.Millisecond), restarts)
+	t.Logf("copied %d records in %s with %d broker kills and %d copier restarts", total, time.Since(start).Round(time.Millisecond), kills, restarts)
 
 	res, err := kafka.JavaTool(t, ctx, nil, kafka.ConsoleConsumerClass,
 		"--bootstrap-server", s.Addr, "--topic", out, "--from-beginning", "--isolation-level", "read_committed",
@@ -245,4 +262,18 @@ func outputEnd(addr, topic string) int64 {
 func firstLines(s string, n int) string {
 	lines := strings.SplitN(s, "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], " | ")
+}
+
+// envInt reads a positive integer from the environment, def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
