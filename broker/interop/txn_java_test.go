@@ -1,8 +1,11 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/broker/group"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
@@ -276,4 +280,96 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
+}
+
+// TestJavaDecodesTransactionState: Kafka's own TransactionLogMessageFormatter
+// (kafka-console-consumer --formatter) decodes every record sluice writes to
+// __transaction_state, on the partition Kafka's hash puts the id on, and the
+// states it reads follow the coordinator's state machine through a commit,
+// an abort and a commit: Empty, Ongoing, PrepareCommit (holding the
+// partitions), CompleteCommit (holding none), Ongoing, PrepareAbort,
+// CompleteAbort, Ongoing, PrepareCommit, CompleteCommit.
+func TestJavaDecodesTransactionState(t *testing.T) {
+	s := kafka.StartSluice(t)
+	topic := newTopicName("txstate")
+	createTopic(t, s.Addr, topic, 2)
+	id := newTopicName("txstate-id")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := mustClient(t, s.Addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i, commit := range []bool{true, false, true} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < 2; p++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := group.PartitionFor(id, 50)
+	n := endOffsets(t, s.Addr, "__transaction_state")[p]
+	if n == 0 {
+		t.Fatalf("__transaction_state partition %d (Kafka's hash of %q) is empty", p, id)
+	}
+	res, err := kafka.JavaTool(t, ctx, nil, kafka.ConsoleConsumerClass,
+		"--bootstrap-server", s.Addr, "--topic", "__transaction_state", "--partition", strconv.Itoa(int(p)), "--offset", "earliest",
+		"--max-messages", strconv.FormatInt(n, 10), "--timeout-ms", "30000",
+		"--formatter", "org.apache.kafka.tools.consumer.TransactionLogMessageFormatter")
+	if err != nil {
+		t.Fatalf("console consumer with TransactionLogMessageFormatter: %v", err)
+	}
+	type partitions []struct {
+		Topic        string  `json:"topic"`
+		PartitionIDs []int32 `json:"partitionIds"`
+	}
+	type entry struct {
+		Key struct {
+			Data struct {
+				TransactionalID string `json:"transactionalId"`
+			} `json:"data"`
+		} `json:"key"`
+		Value *struct {
+			Data struct {
+				ProducerID int64      `json:"producerId"`
+				Status     int        `json:"transactionStatus"`
+				Partitions partitions `json:"transactionPartitions"`
+			} `json:"data"`
+		} `json:"value"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(res.Stdout)) // the formatter writes the records back to back
+	var statuses []int
+	for {
+		var e entry
+		if err := dec.Decode(&e); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the formatter's output: %v\n%s", err, res.Stdout)
+		}
+		if e.Key.Data.TransactionalID != id || e.Value == nil {
+			t.Fatalf("record %+v: want %s's state", e, id)
+		}
+		st := e.Value.Data.Status
+		switch {
+		case st == 2 || st == 3: // Prepare*: the transaction's partitions
+			if len(e.Value.Data.Partitions) != 1 || e.Value.Data.Partitions[0].Topic != topic || len(e.Value.Data.Partitions[0].PartitionIDs) != 2 {
+				t.Fatalf("status %d holds partitions %+v, want %s [0 1]", st, e.Value.Data.Partitions, topic)
+			}
+		case st == 0 || st == 4 || st == 5:
+			if len(e.Value.Data.Partitions) != 0 {
+				t.Fatalf("status %d holds partitions %+v, want none", st, e.Value.Data.Partitions)
+			}
+		}
+		if len(statuses) == 0 || statuses[len(statuses)-1] != st { // Ongoing repeats as partitions are added
+			statuses = append(statuses, st)
+		}
+	}
+	want := []int{0, 1, 2, 4, 1, 3, 5, 1, 2, 4}
+	if fmt.Sprint(statuses) != fmt.Sprint(want) {
+		t.Fatalf("states read by Kafka's formatter %v, want %v (0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort, 4 CompleteCommit, 5 CompleteAbort)", statuses, want)
+	}
+	t.Logf("Kafka's formatter decoded %d records of %s on partition %d: states %v", n, id, p, statuses)
 }
