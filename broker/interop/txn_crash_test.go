@@ -20,16 +20,19 @@ import (
 )
 
 // TestSluiceKill9BetweenPrepareAndComplete: a transaction over 8
-// partitions is ended while the broker process carries the test hook
+// partitions, with offsets of a group committed in it (TxnOffsetCommit), is
+// ended while the broker process carries the test hook
 // server.CrashAfterMarkersEnv, so the process SIGKILLs itself after its
-// PrepareCommit (or PrepareAbort) record and k of the 8 markers (k = 0, 3,
-// 7). On restart the coordinator completes the transaction before it
-// listens: every partition holds the outcome's marker (its last stable
-// offset is its end: the 8 records, the marker, and on the k partitions
-// marked before the crash that marker again), read_committed
-// sees all 64 records of a commit and none of an abort, read_uncommitted
-// all 64, the transaction is CompleteCommit/CompleteAbort, and the same
-// transactional id then commits a new transaction.
+// PrepareCommit (or PrepareAbort) record and k of the 9 markers (k = 0, 3,
+// 7; the first goes to __consumer_offsets). On restart the coordinator
+// completes the transaction before it listens: every partition holds the
+// outcome's marker (its last stable offset is its end: the 8 records, the
+// marker, and on the partitions marked before the crash that marker
+// again), the group's offsets are those of a commit and absent after an
+// abort, read_committed sees all 64 records of a commit and none of an
+// abort, read_uncommitted all 64, the transaction is
+// CompleteCommit/CompleteAbort, and the same transactional id then commits
+// a new transaction.
 func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 	const partitions, perPartition = 8, 8
 	for _, c := range []struct {
@@ -65,6 +68,11 @@ func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 					}
 				}
 			}
+			// The transaction also commits offsets of a group (their
+			// marker goes to __consumer_offsets, the first partition in
+			// the coordinator's order).
+			group := id + "-group"
+			txnCommitOffsets(t, ctx, cl, id, group, topic, partitions)
 			endCtx, endCancel := context.WithTimeout(ctx, 10*time.Second)
 			endErr := cl.EndTransaction(endCtx, kgo.TransactionEndTry(c.commit))
 			endCancel()
@@ -95,6 +103,19 @@ func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 			if !ok || d.State != want || len(d.Topics) != 0 {
 				t.Fatalf("after the restart %s is %+v, want %s with no partitions", id, d, want)
 			}
+			offs, err := adm.FetchOffsets(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := int32(0); p < partitions; p++ {
+				o, ok := offs.Lookup(topic, p)
+				switch {
+				case c.commit && (!ok || o.Err != nil || o.At != int64(100+p)):
+					t.Fatalf("group %s after the restart: offset of partition %d %+v (found %v), want %d committed with the transaction", group, p, o, ok, 100+p)
+				case !c.commit && ok && o.At >= 0:
+					t.Fatalf("group %s after the restart: offset of partition %d is %d from an aborted transaction", group, p, o.At)
+				}
+			}
 			stable := listOffsets(t, s.Addr, topic, partitions, 1)
 			ends := listOffsets(t, s.Addr, topic, partitions, 0)
 			for p := int32(0); p < partitions; p++ {
@@ -102,7 +123,7 @@ func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 				// written before the crash are written again at restart (a
 				// second marker of a producer closes nothing).
 				want := int64(perPartition + 1)
-				if int(p) < c.markers {
+				if int(p)+1 < c.markers { // marker 1 went to __consumer_offsets
 					want++
 				}
 				if ends[p] != want || stable[p] != ends[p] {
@@ -215,4 +236,42 @@ func readValues(t *testing.T, addr, topic string, level kgo.IsolationLevel, want
 		}
 	}
 	return out
+}
+
+// txnCommitOffsets adds group's offsets (100+p for each partition of topic)
+// to the producer's ongoing transaction: AddOffsetsToTxn, then
+// TxnOffsetCommit, as a Java producer's sendOffsetsToTransaction does.
+func txnCommitOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, id, group, topic string, partitions int32) {
+	t.Helper()
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, pid, epoch, group
+	addResp, err := add.RequestWith(ctx, cl)
+	if err != nil || addResp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v, code %d", err, addResp.ErrorCode)
+	}
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch, commit.Generation = id, group, pid, epoch, -1
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = topic
+	for p := int32(0); p < partitions; p++ {
+		cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.LeaderEpoch = p, int64(100+p), -1
+		ct.Partitions = append(ct.Partitions, cp)
+	}
+	commit.Topics = append(commit.Topics, ct)
+	resp, err := commit.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("TxnOffsetCommit: %v", err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("TxnOffsetCommit %s[%d]: code %d", rt.Topic, rp.Partition, rp.ErrorCode)
+			}
+		}
+	}
 }
