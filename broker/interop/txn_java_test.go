@@ -135,7 +135,7 @@ func copierKill9(t *testing.T, groupMode bool) {
 	// SLUICE_TXN_COPIER_RECORDS (per partition) and SLUICE_TXN_COPIER_KILLS
 	// make a longer run.
 	const partitions = 2
-	perPartition, kills := envInt(t, "SLUICE_TXN_COPIER_RECORDS", 1500), envInt(t, "SLUICE_TXN_COPIER_KILLS", 2)
+	perPartition, kills := envInt(t, "SLUICE_TXN_COPIER_RECORDS", 1000), envInt(t, "SLUICE_TXN_COPIER_KILLS", 2)
 	in, out := newTopicName("copy-in"), newTopicName("copy-out")
 	createTopic(t, s.Addr, in, partitions)
 	createTopic(t, s.Addr, out, partitions)

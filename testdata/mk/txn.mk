@@ -14,10 +14,10 @@
 # sluice does not serve ConsumerGroupHeartbeat (key 68). The target fails if
 # TestTxnEtl did not run and pass.
 #
-#   make test-txn-franz                            100,000 records (about 30 s on 2 cores)
+#   make test-txn-franz                            50,000 records (about 20 s on 2 cores)
 #   make test-txn-franz TXN_FRANZ_RECORDS=500000   franz-go's default size
 
-TXN_FRANZ_RECORDS ?= 100000
+TXN_FRANZ_RECORDS ?= 50000
 TXN_FRANZ_RUN     ?= Txn
 TXN_FRANZ_TIMEOUT ?= 300
 
