@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +108,8 @@ func lastLine(s string) string {
 // TestJavaTransactionalCopierKill9: Kafka's TransactionalMessageCopier
 // copies a topic (consume read_committed, produce and send the offsets in
 // one transaction of 100, a third of the transactions aborted at random)
-// while the sluice broker is killed with SIGKILL and restarted twice, in
+// while the sluice broker is killed with SIGKILL and restarted twice and
+// one copier is killed with SIGKILL and started again (a zombie fenced), in
 // the two ways Kafka's transactions system test runs it: "assign", one
 // copier per input partition committing offsets under a group id, and
 // "group", two copiers subscribed in one consumer group (--group-mode)
@@ -166,8 +168,9 @@ func copierKill9(t *testing.T, groupMode bool) {
 		stdio string
 	}
 	results := make(chan copierResult, partitions)
-	var mu sync.Mutex // guards restarts
+	var mu sync.Mutex // guards restarts and cancels
 	restarts := 0
+	cancels := make([]context.CancelFunc, partitions) // of each copier's current run; nil when none runs
 	for p := 0; p < partitions; p++ {
 		args := []string{"--broker-list", s.Addr, "--transactional-id", fmt.Sprintf("copier-%s-%d", in, p),
 			"--input-topic", in, "--input-partition", strconv.Itoa(p), "--output-topic", out,
@@ -180,7 +183,16 @@ func copierKill9(t *testing.T, groupMode bool) {
 			var err error
 			var res kafka.Result
 			for run := 1; run <= 5; run++ {
-				res, err = kafka.JavaTool(t, ctx, nil, transactionalCopierClass, args...)
+				runCtx, cancel := context.WithCancel(ctx) // cancel: SIGKILL
+				mu.Lock()
+				cancels[p] = cancel
+				mu.Unlock()
+				res, err = kafka.JavaTool(t, runCtx, nil, transactionalCopierClass, args...)
+				mu.Lock()
+				cancels[p] = nil
+				mu.Unlock()
+				killed := runCtx.Err() != nil
+				cancel()
 				if err == nil || ctx.Err() != nil {
 					results <- copierResult{p, run, err, lastLine(string(res.Stdout))}
 					return
@@ -188,7 +200,11 @@ func copierKill9(t *testing.T, groupMode bool) {
 				mu.Lock()
 				restarts++
 				mu.Unlock()
-				t.Logf("copier %d (run %d) failed; starting it again: %v", p, run, firstLines(err.Error(), 3))
+				if killed {
+					t.Logf("copier %d (run %d) killed; starting it again", p, run)
+				} else {
+					t.Logf("copier %d (run %d) failed; starting it again: %v", p, run, firstLines(err.Error(), 3))
+				}
 			}
 			results <- copierResult{p, 5, err, lastLine(string(res.Stdout))}
 		}()
@@ -196,19 +212,44 @@ func copierKill9(t *testing.T, groupMode bool) {
 
 	// Kill the broker when the output holds a third, then two thirds, of
 	// the input (with 2 kills; counting aborted records too: they are what
-	// a crash cuts).
+	// a crash cuts), and copier 0 when it holds half: its next instance
+	// fences it (InitProducerId aborts its open transaction) and goes on
+	// from the offsets it committed.
 	total := partitions * perPartition
+	type event struct {
+		at     int
+		copier bool
+	}
+	events := []event{{total / 2, true}}
 	for kill := 0; kill < kills; kill++ {
-		at := total * (kill + 1) / (kills + 1)
+		events = append(events, event{total * (kill + 1) / (kills + 1), false})
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at < events[j].at })
+	brokerKills, copierKills := 0, 0
+	for _, e := range events {
 		deadline := time.Now().Add(2 * time.Minute)
-		for outputEnd(s.Addr, out) < int64(at) {
+		for outputEnd(s.Addr, out) < int64(e.at) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the copiers wrote fewer than %d records in 2 minutes (kill %d)", at, kill+1)
+				t.Fatalf("the copiers wrote fewer than %d records in 2 minutes", e.at)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		if e.copier {
+			mu.Lock()
+			cancel := cancels[0]
+			mu.Unlock()
+			if cancel == nil {
+				t.Logf("copier 0 had finished before the output held %d records: not killed", e.at)
+				continue
+			}
+			cancel()
+			copierKills++
+			t.Logf("kill -9 of copier 0 at %s with the output at %d+ records", time.Since(start).Round(time.Millisecond), e.at)
+			continue
+		}
 		s.Kill()
-		t.Logf("kill -9 %d at %s with the output at %d+ records", kill+1, time.Since(start).Round(time.Millisecond), at)
+		brokerKills++
+		t.Logf("kill -9 %d of the broker at %s with the output at %d+ records", brokerKills, time.Since(start).Round(time.Millisecond), e.at)
 		time.Sleep(500 * time.Millisecond)
 		s.Restart(t)
 	}
@@ -219,7 +260,7 @@ func copierKill9(t *testing.T, groupMode bool) {
 		}
 		t.Logf("copier %d done after %d run(s): %s", r.p, r.runs, r.stdio)
 	}
-	t.Logf("copied %d records in %s with %d broker kills and %d copier restarts", total, time.Since(start).Round(time.Millisecond), kills, restarts)
+	t.Logf("copied %d records in %s with %d broker kills, %d copier kills and %d copier restarts", total, time.Since(start).Round(time.Millisecond), brokerKills, copierKills, restarts)
 
 	res, err := kafka.JavaTool(t, ctx, nil, kafka.ConsoleConsumerClass,
 		"--bootstrap-server", s.Addr, "--topic", out, "--from-beginning", "--isolation-level", "read_committed",
