@@ -10,6 +10,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +38,47 @@ func (st txnStateStorage) MaxBatchBytes() int { return st.maxBatchBytes() }
 type txnMarkers struct {
 	reg    *registry
 	groups *group.Coordinator
+	crash  *markerCrash // nil unless CrashAfterMarkersEnv is set
+}
+
+// CrashAfterMarkersEnv is a test-only hook: set to n (>= 0) in a broker
+// process's environment, it makes the process kill itself (SIGKILL on
+// Unix, no cleanup of any kind) when it is about to write its (n+1)th
+// transaction marker: the crash between a transaction's prepare record
+// and its last marker that the coordinator must complete on restart
+// (broker/interop's TestSluiceKill9BetweenPrepareAndComplete). Unset or
+// empty: no effect.
+const CrashAfterMarkersEnv = "SLUICE_TEST_TXN_CRASH_AFTER_MARKERS"
+
+// markerCrash counts the markers written for CrashAfterMarkersEnv.
+type markerCrash struct {
+	after   int64
+	written atomic.Int64
+}
+
+func markerCrashFromEnv(logger *slog.Logger) *markerCrash {
+	v := os.Getenv(CrashAfterMarkersEnv)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		logger.Warn("ignoring a malformed test hook", "env", CrashAfterMarkersEnv, "value", v)
+		return nil
+	}
+	logger.Warn("test hook armed: the broker kills itself before its next transaction marker past the limit", "env", CrashAfterMarkersEnv, "markers", n)
+	return &markerCrash{after: n}
+}
+
+// maybeCrash kills the process if the marker about to be written is past the limit.
+func (mc *markerCrash) maybeCrash() {
+	if mc == nil || mc.written.Add(1) <= mc.after {
+		return
+	}
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill()
+	}
+	select {} // the kill is asynchronous: write nothing more
 }
 
 func (m txnMarkers) part(tp txn.TopicPartition) (*partition, bool) {
@@ -54,6 +99,7 @@ func (m txnMarkers) WriteMarker(tp txn.TopicPartition, producerID int64, epoch i
 	if !ok {
 		return fmt.Errorf("%w: %s-%d", txn.ErrPartitionGone, tp.Topic, tp.Partition)
 	}
+	m.crash.maybeCrash()
 	p.mu.Lock()
 	_, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, 0)
 	if err == nil {
@@ -84,7 +130,7 @@ func openTxn(opts Options, cfg config.Broker, reg *registry, groups *group.Coord
 	}
 	c, err := txn.New(txn.Options{
 		StateLog:           txnStateStorage{internalTopic{reg: reg, name: txn.StateTopic, partitions: int32(tc.StatePartitions)}},
-		Markers:            txnMarkers{reg: reg, groups: groups},
+		Markers:            txnMarkers{reg: reg, groups: groups, crash: markerCrashFromEnv(opts.Logger)},
 		AllocateProducerID: pids.allocate,
 		Clock:              opts.Clock,
 		Logger:             opts.Logger.With("component", "txn-coordinator"),

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // txnHistory is what transactional producers were told: the values of
@@ -212,11 +213,21 @@ func TestTxnZombieFenced(t *testing.T) {
 }
 
 // TestTxnTimeout: a transaction left open past its timeout is aborted by
-// the coordinator's clock; its producer is fenced.
+// the coordinator's clock (a clock.Manual: the test moves it, nothing
+// sleeps for the timeout); its producer is fenced.
 func TestTxnTimeout(t *testing.T) {
-	ts := startServer(t, "", func(c *config.Broker) {
-		*c = mustProps(t, map[string]string{"transaction.abort.timed.out.transaction.cleanup.interval.ms": "50"})
-	})
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
+	cfg := mustProps(t, map[string]string{"transaction.abort.timed.out.transaction.cleanup.interval.ms": "50"})
+	s, err := New(Options{DataDir: t.TempDir(), Config: cfg, Clock: clk, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{Server: s, addr: a.String()}
+	t.Cleanup(func() { ts.stop(t) })
 	createTopic(t, newClient(t, ts.addr), "slow", 1)
 	ctx := testCtx(t)
 	cl := newClient(t, ts.addr, kgo.TransactionalID("tx-slow"), kgo.DefaultProduceTopic("slow"), kgo.TransactionTimeout(500*time.Millisecond))
@@ -226,13 +237,18 @@ func TestTxnTimeout(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("late")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for describeTxn(t, ts.addr, "tx-slow").State != "CompleteAbort" {
-		if time.Now().After(deadline) {
-			t.Fatalf("transaction still %s", describeTxn(t, ts.addr, "tx-slow").State)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// At the timeout exactly the transaction is still open.
+	clk.Advance(500 * time.Millisecond)
+	ts.txn.Tick()
+	if st := describeTxn(t, ts.addr, "tx-slow").State; st != "Ongoing" {
+		t.Fatalf("at its timeout the transaction is %s, want Ongoing", st)
 	}
+	// Past it, the coordinator's loop (its timer on the clock) aborts it;
+	// each step moves the clock by one cleanup interval.
+	waitFor(t, "the timed-out transaction to be aborted", func() bool {
+		clk.Advance(50 * time.Millisecond)
+		return describeTxn(t, ts.addr, "tx-slow").State == "CompleteAbort"
+	})
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("commit of a timed-out transaction succeeded")
 	}
@@ -242,8 +258,30 @@ func TestTxnTimeout(t *testing.T) {
 	if lso := listLatest(t, ts, "slow", readCommitted); lso != 2 { // the record and the ABORT marker
 		t.Fatalf("last stable offset %d, want 2", lso)
 	}
-	if got := readAll(t, ts.addr, "slow", kgo.ReadCommitted(), 0); len(got) != 0 {
+	// A read_committed fetch with nothing to answer waits on the clock:
+	// keep it moving while reading.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	got := readAll(t, ts.addr, "slow", kgo.ReadCommitted(), 0)
+	all := readAll(t, ts.addr, "slow", kgo.ReadUncommitted(), 1)
+	close(stop)
+	<-done
+	if len(got) != 0 {
 		t.Fatalf("read_committed saw %v", got)
+	}
+	if len(all) != 1 || all[0] != "late" {
+		t.Fatalf("read_uncommitted saw %v, want [late]", all)
 	}
 }
 
