@@ -84,6 +84,8 @@ func seedRequests() [][]byte {
 				rr := kmsg.NewDescribeConfigsRequestResource()
 				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "fuzz"
 				r.Resources = append(r.Resources, rr)
+			default:
+				seedTxnRequest(req)
 			}
 			out = append(out, encodeRequest(req, int32(a.key)*100+int32(v)))
 		}
@@ -91,9 +93,65 @@ func seedRequests() [][]byte {
 	return out
 }
 
+// seedTxnRequest fills the transaction APIs' requests with the fuzz
+// transactional id, the first producer id and epoch 0, topic "fuzz"
+// partition 0 and group "fuzz-group", so the fuzzer starts from requests
+// the coordinator acts on rather than refuses at the first field.
+func seedTxnRequest(req kmsg.Request) {
+	const id, group = "fuzz-txn", "fuzz-group"
+	switch r := req.(type) {
+	case *kmsg.InitProducerIDRequest:
+		r.TransactionalID = kmsg.StringPtr(id)
+		r.TransactionTimeoutMillis = 60000
+	case *kmsg.AddPartitionsToTxnRequest:
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = "fuzz", []int32{0}
+		if r.Version < 4 {
+			r.TransactionalID = id
+			r.Topics = append(r.Topics, rt)
+			return
+		}
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.VerifyOnly = id, true
+		tx.Topics = append(tx.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: "fuzz", Partitions: []int32{0}})
+		r.Transactions = append(r.Transactions, tx)
+	case *kmsg.AddOffsetsToTxnRequest:
+		r.TransactionalID, r.Group = id, group
+	case *kmsg.EndTxnRequest:
+		r.TransactionalID, r.Commit = id, true
+	case *kmsg.WriteTxnMarkersRequest:
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.Committed = true
+		m.Topics = append(m.Topics, kmsg.WriteTxnMarkersRequestMarkerTopic{Topic: "fuzz", Partitions: []int32{0}})
+		r.Markers = append(r.Markers, m)
+	case *kmsg.TxnOffsetCommitRequest:
+		r.TransactionalID, r.Group = id, group
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "fuzz"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+	case *kmsg.DescribeTransactionsRequest:
+		r.TransactionalIDs = []string{id, "fuzz-missing"}
+	case *kmsg.ListTransactionsRequest:
+		r.StateFilters = []string{"Ongoing"}
+	case *kmsg.DescribeProducersRequest:
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = "fuzz", []int32{0}
+		r.Topics = append(r.Topics, rt)
+	}
+}
+
 // fuzzServer is a real server on a temp dir for fuzzing the handler.
 func fuzzServer(f *testing.F) *Server {
-	cfg := config.Default()
+	// __transaction_state gets 4 partitions (Kafka's default 50 would make
+	// the first transactional request create 50 logs inside one target's
+	// allocation budget), so the transaction handlers are reached.
+	cfg, err := config.FromProperties(map[string]string{"transaction.state.log.num.partitions": "4"})
+	if err != nil {
+		f.Fatal(err)
+	}
 	cfg.LogRetentionCheckIntervalMs = 1 << 40
 	cfg.FetchMaxBytes = 256 << 10
 	// A handler's log line would reach f.Log from inside the fuzz target,
@@ -174,6 +232,16 @@ func FuzzCreateTopics(f *testing.F)    { fuzzAPI(f, 19) }
 func FuzzDeleteTopics(f *testing.F)    { fuzzAPI(f, 20) }
 func FuzzInitProducerID(f *testing.F)  { fuzzAPI(f, 22) }
 func FuzzDescribeConfigs(f *testing.F) { fuzzAPI(f, 32) }
+
+// The transaction APIs.
+func FuzzAddPartitionsToTxn(f *testing.F)   { fuzzAPI(f, 24) }
+func FuzzAddOffsetsToTxn(f *testing.F)      { fuzzAPI(f, 25) }
+func FuzzEndTxn(f *testing.F)               { fuzzAPI(f, 26) }
+func FuzzWriteTxnMarkers(f *testing.F)      { fuzzAPI(f, 27) }
+func FuzzTxnOffsetCommit(f *testing.F)      { fuzzAPI(f, 28) }
+func FuzzDescribeProducers(f *testing.F)    { fuzzAPI(f, 61) }
+func FuzzDescribeTransactions(f *testing.F) { fuzzAPI(f, 65) }
+func FuzzListTransactions(f *testing.F)     { fuzzAPI(f, 66) }
 
 // FuzzRequest feeds arbitrary frames (header included) to the request
 // handler of a real server: whatever the bytes, the handler answers or asks
