@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"testing"
@@ -166,6 +167,9 @@ func fuzzServer(f *testing.F) *Server {
 	return s
 }
 
+// fuzzHangAfter is how long one request may take in a fuzz target.
+const fuzzHangAfter = 10 * time.Second
+
 // handleFrame runs one frame through a connection's handler, failing t on a
 // handler panic, or on an answer or allocations out of proportion with the
 // request: every request is hostile until bounded. (The fuzz server's
@@ -177,7 +181,13 @@ func handleFrame(t *testing.T, s *Server, frameBytes []byte) {
 	c.cancel() // long polls return at once
 	answerMax := int64(2<<20 + 64*len(frameBytes))
 	allocMax := uint64(64<<20 + 256*len(frameBytes))
+	// A handler that never answers is a hang the fuzzer would only see as
+	// executions stopping: crash the worker so the input is kept.
+	hang := time.AfterFunc(fuzzHangAfter, func() {
+		panic(fmt.Sprintf("the handler did not answer a %d-byte request in %v", len(frameBytes), fuzzHangAfter))
+	})
 	alloc := allocatedDuring(func() { _ = c.handle(frame{buf: frameBytes, arrived: time.Now()}) })
+	hang.Stop()
 	if written > answerMax {
 		t.Fatalf("a %d-byte request got a %d-byte answer", len(frameBytes), written)
 	}
