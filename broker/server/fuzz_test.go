@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/broker/config"
+	"github.com/sluicehq/sluice/broker/txn"
 )
 
 // discardConn is a net.Conn that counts and drops every write and never has
@@ -33,7 +34,12 @@ func (discardConn) SetWriteDeadline(time.Time) error { return nil }
 // seedRequests returns one encoded request frame (without size prefix) per
 // served API and version, with a topic and a partition filled in where the
 // API has them, so the fuzzer starts from every decoder path.
-func seedRequests() [][]byte {
+func seedRequests() [][]byte { return seedRequestsFor(0, 0) }
+
+// seedRequestsFor is seedRequests with the transaction APIs' requests
+// naming producer pid at epoch (the fuzz server's transactional producer),
+// and a transactional Produce of theirs.
+func seedRequestsFor(pid int64, epoch int16) [][]byte {
 	var out [][]byte
 	records := makeBatch(-1, -1, -1, 2, "seed")
 	for _, a := range apis {
@@ -49,6 +55,17 @@ func seedRequests() [][]byte {
 				rp.Records = records
 				rt.Partitions = append(rt.Partitions, rp)
 				r.Topics = append(r.Topics, rt)
+				if v >= 3 {
+					// The same partition again, transactional (the seeds
+					// are fuzzed, not checked: a repeated partition is
+					// one more path).
+					tx := kmsg.NewProduceRequestTopicPartition()
+					tx.Records = withAttributes(makeBatch(pid, epoch, 0, 2, "txn"), attrTransactionalBit)
+					rt2 := kmsg.NewProduceRequestTopic()
+					rt2.Topic, rt2.Partitions = "fuzz", []kmsg.ProduceRequestTopicPartition{tx}
+					r.Topics = append(r.Topics, rt2)
+					r.TransactionID = kmsg.StringPtr(fuzzTxnID)
+				}
 			case *kmsg.FetchRequest:
 				rt := kmsg.NewFetchRequestTopic()
 				rt.Topic = "fuzz"
@@ -86,7 +103,7 @@ func seedRequests() [][]byte {
 				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "fuzz"
 				r.Resources = append(r.Resources, rr)
 			default:
-				seedTxnRequest(req)
+				seedTxnRequest(req, pid, epoch)
 			}
 			out = append(out, encodeRequest(req, int32(a.key)*100+int32(v)))
 		}
@@ -94,12 +111,16 @@ func seedRequests() [][]byte {
 	return out
 }
 
+// fuzzTxnID is the fuzz server's transactional id, with a transaction open
+// on topic "fuzz" partition 0 when fuzzing starts.
+const fuzzTxnID = "fuzz-txn"
+
 // seedTxnRequest fills the transaction APIs' requests with the fuzz
-// transactional id, the first producer id and epoch 0, topic "fuzz"
-// partition 0 and group "fuzz-group", so the fuzzer starts from requests
-// the coordinator acts on rather than refuses at the first field.
-func seedTxnRequest(req kmsg.Request) {
-	const id, group = "fuzz-txn", "fuzz-group"
+// transactional id, its producer id and epoch, topic "fuzz" partition 0 and
+// group "fuzz-group", so the fuzzer starts from requests the coordinator
+// acts on rather than refuses at the first field.
+func seedTxnRequest(req kmsg.Request, pid int64, epoch int16) {
+	const id, group = fuzzTxnID, "fuzz-group"
 	switch r := req.(type) {
 	case *kmsg.InitProducerIDRequest:
 		r.TransactionalID = kmsg.StringPtr(id)
@@ -108,25 +129,25 @@ func seedTxnRequest(req kmsg.Request) {
 		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
 		rt.Topic, rt.Partitions = "fuzz", []int32{0}
 		if r.Version < 4 {
-			r.TransactionalID = id
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch = id, pid, epoch
 			r.Topics = append(r.Topics, rt)
 			return
 		}
 		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-		tx.TransactionalID, tx.VerifyOnly = id, true
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
 		tx.Topics = append(tx.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: "fuzz", Partitions: []int32{0}})
 		r.Transactions = append(r.Transactions, tx)
 	case *kmsg.AddOffsetsToTxnRequest:
-		r.TransactionalID, r.Group = id, group
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = id, pid, epoch, group
 	case *kmsg.EndTxnRequest:
-		r.TransactionalID, r.Commit = id, true
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = id, pid, epoch, true
 	case *kmsg.WriteTxnMarkersRequest:
 		m := kmsg.NewWriteTxnMarkersRequestMarker()
-		m.Committed = true
+		m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, true
 		m.Topics = append(m.Topics, kmsg.WriteTxnMarkersRequestMarkerTopic{Topic: "fuzz", Partitions: []int32{0}})
 		r.Markers = append(r.Markers, m)
 	case *kmsg.TxnOffsetCommitRequest:
-		r.TransactionalID, r.Group = id, group
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = id, pid, epoch, group
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
 		rt.Topic = "fuzz"
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
@@ -144,8 +165,10 @@ func seedTxnRequest(req kmsg.Request) {
 	}
 }
 
-// fuzzServer is a real server on a temp dir for fuzzing the handler.
-func fuzzServer(f *testing.F) *Server {
+// fuzzServer is a real server on a temp dir for fuzzing the handler, with
+// topic "fuzz" (1 partition) and a transaction of fuzzTxnID open on it; it
+// returns the transaction's producer id and epoch.
+func fuzzServer(f *testing.F) (*Server, int64, int16) {
 	// __transaction_state gets 4 partitions (Kafka's default 50 would make
 	// the first transactional request create 50 logs inside one target's
 	// allocation budget), so the transaction handlers are reached.
@@ -164,7 +187,24 @@ func fuzzServer(f *testing.F) *Server {
 	}
 	s.partitionLimit = 4
 	f.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return s
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(5)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "fuzz", 1, 1
+	create.Topics = append(create.Topics, rt)
+	var written int64
+	if err := newConn(s, discardConn{&written}).handle(frame{buf: encodeRequest(create, 1), arrived: time.Now()}); err != nil {
+		f.Fatalf("create topic fuzz: %v", err)
+	}
+	init := s.txn.InitProducerID(fuzzTxnID, 60_000, -1, -1)
+	if init.ErrorCode != 0 {
+		f.Fatalf("init producer id: error %d", init.ErrorCode)
+	}
+	codes := s.txn.AddPartitions(fuzzTxnID, init.ProducerID, init.Epoch, []txn.TopicPartition{{Topic: "fuzz", Partition: 0}})
+	if code := codes[txn.TopicPartition{Topic: "fuzz", Partition: 0}]; code != 0 {
+		f.Fatalf("open the fuzz transaction on fuzz[0]: error %d", code)
+	}
+	return s, init.ProducerID, init.Epoch
 }
 
 // fuzzHangAfter is how long one request may take in a fuzz target.
@@ -200,7 +240,8 @@ func handleFrame(t *testing.T, s *Server, frameBytes []byte) {
 // the version among those served, the rest is the request body.
 func fuzzAPI(f *testing.F, key int16) {
 	a := lookupAPI(key)
-	for _, seed := range seedRequests() {
+	s, pid, epoch := fuzzServer(f)
+	for _, seed := range seedRequestsFor(pid, epoch) {
 		r := kbin.Reader{Src: seed}
 		if k, v := r.Int16(), r.Int16(); k == key {
 			_ = r.Int32()
@@ -214,7 +255,6 @@ func fuzzAPI(f *testing.F, key int16) {
 			f.Add(append([]byte{byte(v - a.advertisedMin)}, body...))
 		}
 	}
-	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -257,7 +297,8 @@ func FuzzListTransactions(f *testing.F)     { fuzzAPI(f, 66) }
 // handler of a real server: whatever the bytes, the handler answers or asks
 // to close the connection, and never panics.
 func FuzzRequest(f *testing.F) {
-	for _, seed := range seedRequests() {
+	s, pid, epoch := fuzzServer(f)
+	for _, seed := range seedRequestsFor(pid, epoch) {
 		f.Add(seed)
 		if len(seed) > 12 {
 			f.Add(seed[:len(seed)/2]) // truncated body
@@ -265,6 +306,5 @@ func FuzzRequest(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
-	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, frameBytes []byte) { handleFrame(t, s, frameBytes) })
 }
