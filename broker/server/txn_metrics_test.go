@@ -1,14 +1,19 @@
 package server
 
 import (
+	"errors"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/broker/txn"
 	"github.com/sluicehq/sluice/internal/clock"
 )
 
@@ -99,4 +104,76 @@ func TestTxnMetrics(t *testing.T) {
 		t.Fatalf("commit: %s", codeName(code))
 	}
 	wantTxnMetrics(t, "after the commit", scrapeTxn(t, ts), 0, 0, 1, 2)
+}
+
+// failingMarkers fails the first n marker writes (a full disk, say), then
+// writes them to the real partition logs.
+type failingMarkers struct {
+	txnMarkers
+	n *atomic.Int64
+}
+
+func (m failingMarkers) WriteMarker(tp txn.TopicPartition, pid int64, epoch int16, commit bool, coordEpoch int32) error {
+	if m.n.Add(-1) >= 0 {
+		return errors.New("injected: marker write failed")
+	}
+	return m.txnMarkers.WriteMarker(tp, pid, epoch, commit, coordEpoch)
+}
+
+// TestTxnTimedOutAbortCountedOnce: a timed-out transaction whose ABORT
+// markers fail at first is aborted by a later tick (from PrepareAbort); it
+// counts once in sluice_txn_timed_out_aborts_total, scraped from a
+// registry holding the coordinator's collector. The coordinator runs over
+// a real broker's __transaction_state and partition logs; only the first
+// marker writes fail.
+func TestTxnTimedOutAbortCountedOnce(t *testing.T) {
+	ts := startServer(t, "", nil)
+	createTopic(t, newClient(t, ts.addr), "faulty", 1)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
+	var fail atomic.Int64
+	fail.Store(2)
+	c, err := txn.New(txn.Options{
+		StateLog:           txnStateStorage{internalTopic{reg: ts.topics, name: txn.StateTopic, partitions: 4}},
+		Markers:            failingMarkers{txnMarkers{reg: ts.topics, groups: ts.groups}, &fail},
+		AllocateProducerID: ts.pids.allocate,
+		Clock:              clk,
+		Logger:             testLogger(t),
+		StatePartitions:    4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.Collector())
+	timedOut := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "sluice_txn_timed_out_aborts_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no sluice_txn_timed_out_aborts_total")
+		return 0
+	}
+	init := c.InitProducerID("faulty-txn", 10_000, -1, -1)
+	tp := txn.TopicPartition{Topic: "faulty", Partition: 0}
+	if init.ErrorCode != 0 || c.AddPartitions("faulty-txn", init.ProducerID, init.Epoch, []txn.TopicPartition{tp})[tp] != 0 {
+		t.Fatalf("open the transaction: %+v", init)
+	}
+	clk.Advance(11 * time.Second)
+	for tick := 1; tick <= 3; tick++ {
+		c.Tick() // 1: PrepareAbort written, the marker fails; 2: the marker fails again; 3: aborted
+		if got := timedOut(); got != 1 {
+			t.Errorf("after tick %d: %v aborts by timeout, want 1 (decided at the first)", tick, got)
+		}
+	}
+	if d, ok, err := c.Describe("faulty-txn"); !ok || err != nil || d.State != kmsg.TransactionStateCompleteAbort {
+		t.Fatalf("after three ticks: %+v %v %v", d, ok, err)
+	}
+	if st := c.Stats(); st.Open != 0 || st.TimedOut != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 }
