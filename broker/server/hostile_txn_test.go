@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/config"
 )
 
 // Hostile input to the transaction APIs: every request gets a Kafka error
@@ -595,4 +597,68 @@ func TestTxnClientControlBatches(t *testing.T) {
 	if got := readAll(t, ts.addr, "ctl", kgo.ReadCommitted(), 1); len(got) != 1 || got[0] != "open-a" {
 		t.Fatalf("read_committed after the real commit: %v", got)
 	}
+}
+
+// TestTxnHostileManyIDs: 16 connections race 1,000 InitProducerId for
+// distinct transactional ids (of 1,000 bytes each) against
+// transaction.max.ids = 300: exactly 300 get a producer id, the other 700
+// INVALID_REQUEST (which clients do not retry), and the coordinator holds
+// 300 ids; a known id is still served (its epoch bumped). Live heap within
+// 16 MiB of the start.
+func TestTxnHostileManyIDs(t *testing.T) {
+	ts := startServer(t, "", func(c *config.Broker) {
+		*c = mustProps(t, map[string]string{"transaction.max.ids": "300"})
+	})
+	failOnPanic(t, ts)
+	const conns, ids = 16, 1000
+	before := liveHeap()
+	var (
+		mu    sync.Mutex
+		codes = map[int16]int{}
+		first string
+		wg    sync.WaitGroup
+		fail  error
+	)
+	for c := 0; c < conns; c++ {
+		rc := dialRaw(t, ts.addr)
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := c; i < ids; i += conns {
+				id := fmt.Sprintf("%04d-%s", i, strings.Repeat("i", 995))
+				req := kmsg.NewPtrInitProducerIDRequest()
+				req.SetVersion(4)
+				req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+				r, err := rc.call(req)
+				mu.Lock()
+				if err != nil {
+					fail = err
+				} else {
+					code := r.(*kmsg.InitProducerIDResponse).ErrorCode
+					codes[code]++
+					if code == 0 && first == "" {
+						first = id
+					}
+				}
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	if codes[0] != 300 || codes[kerr.InvalidRequest.Code] != ids-300 {
+		t.Errorf("InitProducerId answers %v, want 300 NONE and %d INVALID_REQUEST", codes, ids-300)
+	}
+	if st := ts.txn.Stats(); st.TransactionalIDs != 300 {
+		t.Errorf("the coordinator holds %d transactional ids, want 300", st.TransactionalIDs)
+	}
+	if _, epoch := initTxnProducer(t, ts, first); epoch != 1 {
+		t.Errorf("a held id after the refusals: epoch %d, want 1", epoch)
+	}
+	if grew := int64(liveHeap()) - int64(before); grew > 16<<20 {
+		t.Errorf("live heap grew by %d bytes for 300 ids of 1,000 bytes (bound 16 MiB)", grew)
+	}
+	t.Logf("InitProducerId answers: %v", codes)
 }
