@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
@@ -142,7 +140,7 @@ func openTxn(opts Options, cfg config.Broker, reg *registry, groups *group.Coord
 	if err != nil {
 		return nil, fmt.Errorf("server: load transactions: %w", err)
 	}
-	m.reg.MustRegister(txnCollector{c})
+	m.reg.MustRegister(c.Collector())
 	return c, nil
 }
 
@@ -166,29 +164,4 @@ func (s *Server) txnLoop() {
 			t.Reset(period)
 		}
 	}
-}
-
-// txnCollector exports the coordinator's counts to Prometheus.
-type txnCollector struct{ c *txn.Coordinator }
-
-var (
-	txnOpenDesc     = prometheus.NewDesc("sluice_txn_open_transactions", "Transactions ongoing or being ended.", nil, nil)
-	txnOldestDesc   = prometheus.NewDesc("sluice_txn_oldest_open_transaction_seconds", "Age of the oldest open transaction (0: none).", nil, nil)
-	txnTimedOutDesc = prometheus.NewDesc("sluice_txn_timed_out_aborts_total", "Transactions aborted by the coordinator for passing transaction.timeout.ms.", nil, nil)
-	txnIDsDesc      = prometheus.NewDesc("sluice_txn_transactional_ids", "Transactional ids the coordinator holds (bounded by transaction.max.ids).", nil, nil)
-)
-
-func (tc txnCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- txnOpenDesc
-	ch <- txnOldestDesc
-	ch <- txnTimedOutDesc
-	ch <- txnIDsDesc
-}
-
-func (tc txnCollector) Collect(ch chan<- prometheus.Metric) {
-	st := tc.c.Stats()
-	ch <- prometheus.MustNewConstMetric(txnOpenDesc, prometheus.GaugeValue, float64(st.Open))
-	ch <- prometheus.MustNewConstMetric(txnOldestDesc, prometheus.GaugeValue, st.OldestOpen.Seconds())
-	ch <- prometheus.MustNewConstMetric(txnTimedOutDesc, prometheus.CounterValue, float64(st.TimedOut))
-	ch <- prometheus.MustNewConstMetric(txnIDsDesc, prometheus.GaugeValue, float64(st.TransactionalIDs))
 }

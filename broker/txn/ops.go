@@ -383,9 +383,14 @@ func (c *Coordinator) Tick() {
 		case t.state == kmsg.TransactionStateOngoing && t.startMs >= 0 && now-t.startMs > int64(t.timeoutMs):
 			c.logger.Info("aborting a transaction open past its timeout", "transactional_id", truncID(t.id), "producer_id", t.producerID,
 				"open_ms", now-t.startMs, "timeout_ms", t.timeoutMs)
-			if err := c.abortLocked(t, true); err != nil {
+			err := c.abortLocked(t, true)
+			if err != nil {
 				c.logger.Warn("aborting a timed out transaction failed; retried later", "transactional_id", truncID(t.id), "err", err)
-			} else {
+			}
+			// Counted once the abort is decided (PrepareAbort written):
+			// markers that fail are written by a later tick, from the
+			// prepare state, which does not count it again.
+			if err == nil || t.state == kmsg.TransactionStatePrepareAbort {
 				c.timedOut.Add(1)
 			}
 		}

@@ -22,13 +22,19 @@ func newBenchCommand() *cobra.Command {
 		Short: "Send records as fast as allowed; print records/s, MB/s and latency percentiles (like ProducerPerformance)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("txn-records") && p.TransactionalID == "" {
+				return fmt.Errorf("%w: --txn-records needs --transactional-id", kafka.ErrBadInput)
+			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			res, err := kafka.ProducerBench(ctx, p, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(c.OutOrStdout(), res.String())
+			if _, err = fmt.Fprintln(c.OutOrStdout(), res.String()); err != nil || p.TransactionalID == "" {
+				return err
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%d transactions of up to %d records committed.\n", res.Transactions, p.TxnRecords)
 			return err
 		},
 	}
@@ -44,6 +50,8 @@ func newBenchCommand() *cobra.Command {
 	pf.IntVar(&p.LingerMs, "linger-ms", 5, "batch linger, Kafka 4's default is 5")
 	pf.Int32Var(&p.BatchMaxBytes, "batch-size", 0, "max bytes per record batch (0: client default, 1 MB)")
 	pf.DurationVar(&p.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")
+	pf.StringVar(&p.TransactionalID, "transactional-id", "", "produce in transactions with this transactional.id (like ProducerPerformance --transactional-id)")
+	pf.Int64Var(&p.TxnRecords, "txn-records", 1000, "records per transaction with --transactional-id")
 
 	var cns kafka.ConsumerBenchOptions
 	consume := &cobra.Command{

@@ -48,6 +48,7 @@ func newConsumeCommand() *cobra.Command {
 	f.Int64VarP(&opts.Max, "max", "n", 0, "stop after this many records (0: no limit)")
 	f.StringVarP(&opts.Format, "format", "f", "value", "output format: value, kv, json or a template like '%k\\t%v\\n'")
 	f.BoolVarP(&opts.ExitAtEnd, "exit-at-end", "e", false, "stop at the end offsets the partitions had at start")
+	f.StringVar(&opts.Isolation, "isolation", "read_uncommitted", "read_uncommitted (every record) or read_committed (committed transactions only, up to the last stable offset)")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "stop when no record arrived for this long (0: wait forever)")
 	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")

@@ -29,6 +29,9 @@ type BenchResult struct {
 	P99Ms    float64
 	P999Ms   float64
 	Produced bool // latencies are only measured when producing
+	// Transactions is how many transactions a transactional producer
+	// benchmark committed (0 otherwise).
+	Transactions int64
 }
 
 // RecordsPerSec is the record throughput.
@@ -76,6 +79,14 @@ type ProducerBenchOptions struct {
 	// Clock times the run, its progress lines and the throttle (nil =
 	// clock.Real).
 	Clock clock.Clock
+	// TransactionalID makes the producer transactional (like
+	// ProducerPerformance --transactional-id): records are sent in
+	// transactions of TxnRecords records, each committed before the next
+	// begins; latencies are still each record's acknowledgement.
+	TransactionalID string
+	// TxnRecords is the records per transaction (0: 1000); unused without
+	// TransactionalID.
+	TxnRecords int64
 }
 
 // window accumulates the progress of one report interval and the run.
@@ -142,6 +153,9 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	if err := opts.check(); err != nil {
 		return BenchResult{}, err
 	}
+	if opts.TransactionalID != "" && opts.TxnRecords == 0 {
+		opts.TxnRecords = 1000
+	}
 	clk := clock.OrReal(opts.Clock)
 	interval := opts.ReportInterval
 	if interval <= 0 {
@@ -157,6 +171,9 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		}
 	}
 	kopts = append(kopts, kgo.DefaultProduceTopic(opts.Topic), kgo.AllowAutoTopicCreation(), kgo.MaxBufferedRecords(1<<16))
+	if opts.TransactionalID != "" {
+		kopts = append(kopts, kgo.TransactionalID(opts.TransactionalID))
+	}
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
@@ -166,8 +183,14 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	w := &window{}
 	stopReports := w.reportEvery(clk, interval, progress)
 	start := clk.Now()
-	produceRecords(ctx, cl, clk, opts, benchPayload(opts.RecordSize), w)
-	flushErr := cl.Flush(ctx)
+	var txns int64
+	var flushErr error
+	if opts.TransactionalID != "" {
+		txns, flushErr = produceTransactions(ctx, cl, clk, opts, benchPayload(opts.RecordSize), w)
+	} else {
+		produceRecords(ctx, cl, clk, opts, benchPayload(opts.RecordSize), w)
+		flushErr = cl.Flush(ctx)
+	}
 	elapsed := clk.Now().Sub(start)
 	stopReports()
 
@@ -179,7 +202,51 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 	if flushErr != nil {
 		return BenchResult{}, fmt.Errorf("kafka: flush: %w", flushErr)
 	}
-	return w.producedResult(elapsed), nil
+	res := w.producedResult(elapsed)
+	res.Transactions = txns
+	return res, nil
+}
+
+// produceTransactions produces opts.Records records in transactions of
+// opts.TxnRecords, committing each (flush, then EndTxn) before beginning the
+// next; it returns how many committed. A transaction a failed produce or
+// the context's end interrupts is aborted.
+func produceTransactions(ctx context.Context, cl *kgo.Client, clk clock.Clock, opts ProducerBenchOptions, payload []byte, w *window) (int64, error) {
+	var committed int64
+	for sent := int64(0); sent < opts.Records; {
+		n := min(opts.TxnRecords, opts.Records-sent)
+		if err := cl.BeginTransaction(); err != nil {
+			return committed, fmt.Errorf("begin transaction: %w", err)
+		}
+		batch := opts
+		batch.Records = n
+		produceRecords(ctx, cl, clk, batch, payload, w)
+		sent += n
+		w.mu.Lock()
+		failed := w.err
+		w.mu.Unlock()
+		commit := kgo.TryCommit
+		if failed != nil || ctx.Err() != nil {
+			commit = kgo.TryAbort
+		}
+		if err := cl.Flush(ctx); err != nil {
+			commit = kgo.TryAbort
+			failed = err
+		}
+		// The end gets a context of its own: an interrupted run still
+		// aborts its open transaction rather than leaving it to time out.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err := cl.EndTransaction(ectx, commit)
+		cancel()
+		if err != nil {
+			return committed, fmt.Errorf("end transaction: %w", err)
+		}
+		if commit == kgo.TryAbort {
+			return committed, failed
+		}
+		committed++
+	}
+	return committed, nil
 }
 
 // check refuses options ProducerBench cannot run with.
@@ -192,6 +259,14 @@ func (opts ProducerBenchOptions) check() error {
 	}
 	if opts.Partitions < 0 {
 		return badInput("--partitions must be >= 0")
+	}
+	if opts.TxnRecords < 0 {
+		return badInput("--txn-records must be positive")
+	}
+	if opts.TransactionalID != "" {
+		if _, idempotent, err := ParseAcks(opts.Acks); err != nil || !idempotent {
+			return badInput("--transactional-id needs --acks all (transactions are idempotent)")
+		}
 	}
 	return nil
 }

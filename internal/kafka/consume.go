@@ -38,6 +38,10 @@ type ConsumeOptions struct {
 	ExitAtEnd bool
 	// Timeout stops when no record arrived for this long; 0 waits forever.
 	Timeout time.Duration
+	// Isolation is read_uncommitted (the default, as Kafka's consumers) or
+	// read_committed: only committed transactions' records, and nothing
+	// past the partition's last stable offset (ExitAtEnd stops there).
+	Isolation string
 	// Progress receives a progress line every ProgressInterval (nil or a
 	// zero interval: none). It must not be the records' output.
 	Progress         io.Writer
@@ -57,6 +61,22 @@ func ParseFrom(s string) (kgo.Offset, error) {
 		return kgo.Offset{}, badInput("--from %q is not earliest, latest or a non-negative offset", s)
 	}
 	return kgo.NewOffset().At(n), nil
+}
+
+// ParseIsolation maps read_uncommitted|read_committed to franz-go's level.
+func ParseIsolation(s string) (kgo.IsolationLevel, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "read_uncommitted", "uncommitted":
+		return kgo.ReadUncommitted(), nil
+	case "read_committed", "committed":
+		return kgo.ReadCommitted(), nil
+	}
+	return kgo.ReadUncommitted(), badInput("--isolation %q is not read_uncommitted or read_committed", s)
+}
+
+func readCommitted(s string) bool {
+	l, _ := ParseIsolation(s)
+	return l == kgo.ReadCommitted()
 }
 
 // Consume reads records and writes them to out through the format. It
@@ -110,6 +130,9 @@ func parseConsume(opts ConsumeOptions) (seeds []string, from kgo.Offset, format 
 	if opts.Group != "" && len(opts.Partitions) > 0 {
 		return nil, from, nil, badInput("--group and --partition exclude each other")
 	}
+	if _, err = ParseIsolation(opts.Isolation); err != nil {
+		return nil, from, nil, err
+	}
 	return seeds, from, format, nil
 }
 
@@ -124,9 +147,14 @@ func planConsume(ctx context.Context, seeds []string, opts ConsumeOptions, from 
 }
 
 // consumeClientOptions are the options of the consuming client: a group
-// member with manual commits, or direct assignment of partitions.
+// member with manual commits, or direct assignment of partitions. Control
+// records (transaction markers) are kept so the consumer sees its position
+// move past them (write skips them): a partition whose last entry is a
+// marker ends for ExitAtEnd.
 func consumeClientOptions(opts ConsumeOptions, seeds []string, from kgo.Offset, partitions []int32) []kgo.Opt {
-	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond)}
+	level, _ := ParseIsolation(opts.Isolation)
+	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.FetchIsolationLevel(level), kgo.KeepControlRecords()}
 	if opts.Group != "" {
 		return append(kopts, kgo.ConsumerGroup(opts.Group), kgo.ConsumeTopics(opts.Topic),
 			kgo.ConsumeResetOffset(from), kgo.DisableAutoCommit())
@@ -244,6 +272,13 @@ func (c *consumer) write(fetches kgo.Fetches) (stop bool, err error) {
 		if stop || err != nil {
 			return
 		}
+		if r.Attrs.IsControl() {
+			c.printed[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+			if end, ok := c.remaining[r.Partition]; ok && r.Offset+1 >= end {
+				delete(c.remaining, r.Partition)
+			}
+			return
+		}
 		c.buf = c.format.Format(c.buf[:0], r)
 		if werr := writeAll(c.out, c.buf); werr != nil {
 			c.failed = true
@@ -293,7 +328,11 @@ func plan(ctx context.Context, adm *kadm.Client, opts ConsumeOptions, from kgo.O
 	if !opts.ExitAtEnd {
 		return partitions, remaining, nil
 	}
-	ends, err := adm.ListEndOffsets(ctx, opts.Topic)
+	list := adm.ListEndOffsets
+	if readCommitted(opts.Isolation) {
+		list = adm.ListCommittedOffsets // the last stable offsets
+	}
+	ends, err := list(ctx, opts.Topic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka: end offsets of %q: %w", opts.Topic, err)
 	}
