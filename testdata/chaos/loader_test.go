@@ -107,7 +107,7 @@ func TestLoaderUnderFaults(t *testing.T) {
 		op.Complete(history.Op{Outcome: history.Fail, Error: err.Error()})
 		t.Fatal(err)
 	}
-	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges})
+	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges, Want: final.Ranges})
 	st.close()
 	closeHistory()
 	h := rec.History()
