@@ -79,7 +79,7 @@ type loadAttempt struct {
 // and load-incomplete for one the loads were waited for and never
 // committed).
 func TestLoaderDiskFull(t *testing.T) {
-	r := harness.NewRun(t, "loader-disk-full", 6*time.Second)
+	r := harness.NewRun(t, "loader-disk-full", 4*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\n")
 	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
 	wh := r.Disk(r.WorkDir("warehouse"), 4<<20)

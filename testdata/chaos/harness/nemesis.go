@@ -466,3 +466,51 @@ func waitUntil(ctx context.Context, deadline time.Time) bool {
 		return false
 	}
 }
+
+// ClockStep steps the clock of one of Clocks by By (negative: back), the
+// target given by the schedule or found by Target when the fault starts
+// (the leading scheduler), under its own name As ("clock-back"); Heal
+// steps it by -By, as NTP puts a clock right: a second jump, the other way.
+type ClockStep struct {
+	As     string
+	By     time.Duration
+	Clocks map[string]*Stepped
+	Target func() (string, error)
+	moved  []*Stepped
+}
+
+// Name implements Nemesis.
+func (c *ClockStep) Name() string { return c.As }
+
+// Start implements Nemesis.
+func (c *ClockStep) Start(rng *rand.Rand, target string) (string, error) {
+	if target == "" && c.Target != nil {
+		t, err := c.Target()
+		if err != nil {
+			return "", fmt.Errorf("harness: %s: no target: %w", c.As, err)
+		}
+		target = t
+	}
+	names := make([]string, 0, len(c.Clocks))
+	for k := range c.Clocks {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	name, err := pick(rng, names, target)
+	if err != nil {
+		return "", err
+	}
+	clk := c.Clocks[name]
+	clk.Step(c.By)
+	c.moved = append(c.moved, clk)
+	return fmt.Sprintf("%s's clock %+v (now %+v off)", name, c.By, clk.Offset()), nil
+}
+
+// Heal implements Nemesis.
+func (c *ClockStep) Heal() error {
+	for _, clk := range c.moved {
+		clk.Step(-c.By)
+	}
+	c.moved = nil
+	return nil
+}
