@@ -38,7 +38,7 @@ func (l *Loader) Run(ctx context.Context) (rep *RunReport, err error) {
 		rep, err = l.run(ctx, rep)
 		return err
 	})
-	if errors.Is(err, ErrLocked) && rep.Finished.IsZero() {
+	if err != nil && rep.Finished.IsZero() { // the lock not taken (held, or its file not written: a full disk)
 		return rep, l.finish(rep, err)
 	}
 	return rep, err

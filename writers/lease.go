@@ -146,7 +146,7 @@ func (s *Store) reap(dir string, now time.Time) (bool, error) {
 // newest lease file names an expiry at or before now (or it has none: it
 // died before taking one). File modification times are never used.
 func (s *Store) leaseExpired(dir string, now time.Time) (bool, error) {
-	if s.opts.Lease < 0 {
+	if s.opts.Lease < 0 || mutate.Enabled(mutate.Lease) { // test-only switch: every lease counts as expired
 		return true, nil
 	}
 	ents, err := s.fs.List(dir)

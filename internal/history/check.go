@@ -22,6 +22,7 @@ const (
 	CommitBackwards AnomalyKind = "commit-backwards"
 	LoadDuplicate   AnomalyKind = "load-duplicate"
 	LoadLost        AnomalyKind = "load-lost"
+	LoadIncomplete  AnomalyKind = "load-incomplete"
 )
 
 // Anomaly is one violation with the operations that show it.
@@ -119,6 +120,7 @@ func Check(h History) Result {
 	res.Anomalies = append(res.Anomalies, x.pollSequences()...)
 	res.Anomalies = append(res.Anomalies, x.commitsBackwards()...)
 	res.Anomalies = append(res.Anomalies, x.loads()...)
+	res.Anomalies = append(res.Anomalies, x.loadProgress()...)
 	sort.SliceStable(res.Anomalies, func(i, j int) bool {
 		a, b := res.Anomalies[i], res.Anomalies[j]
 		if a.Kind != b.Kind {

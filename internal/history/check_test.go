@@ -42,7 +42,8 @@ func (b *builder) commit(process int, kind Kind, off int64) {
 }
 
 func (b *builder) load(end int64, rs []Record) {
-	b.op(98, LoadRead, Op{Outcome: OK, Records: rs, Ranges: []Range{{Topic: "t", Partition: 0, Start: 0, End: end}}})
+	rg := []Range{{Topic: "t", Partition: 0, Start: 0, End: end}}
+	b.op(98, LoadRead, Op{Outcome: OK, Records: rs, Ranges: rg, Want: rg})
 }
 
 // clean is a valid history of every kind: three produces (one unknown,
@@ -147,6 +148,17 @@ func TestEachAnomalyReportedExactly(t *testing.T) {
 			b.produce(1, OK, 1, 0, "ll")
 			b.op(98, LoadRead, Op{Outcome: OK, Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 1}}})
 		}},
+		{"load incomplete: nothing loaded of what was waited for", LoadIncomplete, 3, func(b *builder) {
+			b.produce(1, OK, 1, 0, "li0")
+			b.produce(1, OK, 1, 1, "li1")
+			b.op(98, LoadRead, Op{Outcome: OK, Want: []Range{{Topic: "t", Partition: 1, Start: 0, End: 2}}})
+		}},
+		{"load incomplete: the loads stopped short", LoadIncomplete, 2, func(b *builder) {
+			b.produce(1, OK, 1, 0, "ls0")
+			b.produce(1, OK, 1, 1, "ls1")
+			b.op(98, LoadRead, Op{Outcome: OK, Records: recs(1, 0, "ls0"),
+				Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 1}}, Want: []Range{{Topic: "t", Partition: 1, Start: 0, End: 2}}})
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,6 +219,17 @@ func TestNearMissesAreClean(t *testing.T) {
 			c2 := b.r.Invoke(6, Commit)
 			c2.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 9}}})
 			c1.Complete(Op{Outcome: OK, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 8}}})
+		}},
+		{"load-read without Want claims no progress", func(b *builder) {
+			b.produce(1, OK, 1, 0, "nw")
+			b.op(98, LoadRead, Op{Outcome: OK})
+		}},
+		{"unwanted produces need not be loaded", func(b *builder) {
+			b.produce(1, Unknown, 1, -1, "wu")
+			b.produce(1, OK, 1, 1, "beyond")
+			l := b.r.Invoke(98, LoadRead)
+			b.produce(1, OK, 1, 0, "during") // acknowledged while the load-read ran
+			l.Complete(Op{Outcome: OK, Want: []Range{{Topic: "t", Partition: 1, Start: 0, End: 1}}})
 		}},
 		{"failed commit lower", func(b *builder) {
 			b.op(5, Commit, Op{Outcome: Fail, Group: "g", Offsets: []Offset{{Topic: "t", Partition: 0, Offset: 0}}})

@@ -39,7 +39,8 @@
 //	                 read completely
 //	load-read        Records read back from the warehouse (with their
 //	                 _partition and _offset metadata columns); Ranges say
-//	                 which offsets the loads committed, so must hold
+//	                 which offsets the loads committed, so must hold; Want
+//	                 which the workload waited for the loads to commit
 //	load             a run of loads (its outcome and Error only)
 //
 // Outcomes: ok (the operation took effect and its result is known), fail
@@ -85,6 +86,11 @@
 //	load-duplicate   a value loaded into the warehouse more than once
 //	load-lost        an ok produce whose acknowledged offset lies in a
 //	                 load-read's Ranges but whose value it does not hold
+//	load-incomplete  an ok produce that ended before a load-read began,
+//	                 acknowledged in its Want but in none of its Ranges:
+//	                 the loads made no progress over it (one anomaly per
+//	                 partition); without Want a run that loaded nothing
+//	                 would pass, as nothing committed could be missing
 //
 // Produces of unknown outcome may be present or absent anywhere, but never
 // twice: duplicate and load-duplicate apply to them as to ok ones. A

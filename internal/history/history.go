@@ -102,6 +102,11 @@ type Op struct {
 	// Ranges are what a final-read read completely or what a load-read's
 	// loads committed.
 	Ranges []Range `json:"ranges,omitempty"`
+	// Want are the ranges a load-read's loads were waited for (a final
+	// read's, once the faults ended): every ok produce acknowledged in them
+	// must lie in Ranges (load-incomplete), so a run that loads nothing
+	// does not pass for want of anything to check. Empty: no claim.
+	Want []Range `json:"want,omitempty"`
 	// Error is the client's error text, if any.
 	Error string `json:"error,omitempty"`
 }

@@ -200,3 +200,41 @@ func (x *index) loads() []Anomaly {
 	}
 	return out
 }
+
+// loadProgress: for each ok load-read with Want, the ok produces
+// acknowledged in Want that no Range of it covers, one anomaly per
+// partition (the first few produces named, the count in the detail).
+func (x *index) loadProgress() []Anomaly {
+	const named = 4 // produces named per anomaly
+	var out []Anomaly
+	for i := range x.h {
+		l := &x.h[i]
+		if l.Kind != LoadRead || l.Outcome != OK || len(l.Want) == 0 {
+			continue
+		}
+		missing := map[partitionKey][]*Op{}
+		for j := range x.h {
+			p := &x.h[j]
+			if p.Kind == Produce && p.Outcome == OK && p.Offset >= 0 && p.End < l.Start &&
+				covers(l.Want, p.Topic, p.Partition, p.Offset) && !covers(l.Ranges, p.Topic, p.Partition, p.Offset) {
+				k := partitionKey{p.Topic, p.Partition}
+				missing[k] = append(missing[k], p)
+			}
+		}
+		keys := keysInOrder(missing, func(a, b partitionKey) int {
+			return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+		})
+		for _, k := range keys {
+			ps := missing[k]
+			sort.Slice(ps, func(i, j int) bool { return ps[i].Offset < ps[j].Offset })
+			ids := []int{l.ID}
+			for _, p := range ps[:min(len(ps), named)] {
+				ids = append(ids, p.ID)
+			}
+			out = append(out, Anomaly{Kind: LoadIncomplete, Ops: sortedIDs(ids...),
+				Detail: fmt.Sprintf("%d values acknowledged at %s/%d offsets %d..%d lie in the ranges load-read op %d waited for but no load committed them (first %q)",
+					len(ps), k.topic, k.partition, ps[0].Offset, ps[len(ps)-1].Offset, l.ID, ps[0].Value)})
+		}
+	}
+	return out
+}

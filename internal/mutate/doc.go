@@ -23,16 +23,19 @@
 //	                            fate file (vfs.WriteFileAtomic) instead of
 //	                            created exclusively, so it replaces recovery's
 //	                            reaped mark and commits files recovery deletes
+//	writers.lease               the attempt's lease (a worker's hold on the
+//	                            split it loads): recovery counts every lease
+//	                            as expired and reaps live attempts
 //	broker.idempotent-sequence  the broker appends an idempotent producer's
 //	                            duplicate or out-of-order batch as new
 //
 // Each has a test in testdata/chaos/workload (TestMutation*) where the
-// checker reports an anomaly with it on and none with it off. The
-// attempt's lease has no switch: with it ignored, recovery reaps live
-// attempts, but the fate file still decides between an attempt and
-// recovery (a reaped attempt's commit is refused, ErrAttemptExpired), so
-// only progress is lost (runs fail and are retried), which the checker
-// does not judge; the lease itself is tested in writers (lease_test.go).
+// checker reports an anomaly with it on and none with it off. Without the
+// lease the fate file still decides between an attempt and recovery (a
+// reaped attempt's commit is refused, ErrAttemptExpired), so nothing is
+// loaded twice or lost from a committed range: what is lost is progress,
+// which the checker judges through a load-read's Want (load-incomplete:
+// an acknowledged record the loads were waited for and never committed).
 package mutate
 
 // EnvVar names the environment variable that lists the mutations on.
@@ -43,8 +46,9 @@ const (
 	ExclusiveManifest  = "writers.exclusive-manifest"
 	Chain              = "writers.chain"
 	Fate               = "writers.fate"
+	Lease              = "writers.lease"
 	IdempotentSequence = "broker.idempotent-sequence"
 )
 
 // Names lists every mutation.
-var Names = []string{ExclusiveManifest, Chain, Fate, IdempotentSequence}
+var Names = []string{ExclusiveManifest, Chain, Fate, Lease, IdempotentSequence}

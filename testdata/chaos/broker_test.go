@@ -79,9 +79,11 @@ func TestBrokerKillPause(t *testing.T) {
 // TestBrokerDiskFull: the broker's data directory is a small tmpfs that
 // fills up during produce (appends fail with ENOSPC and the partitions
 // refuse writes) and is freed again; a restart (kill -9, as an operator
-// would) brings the refused partitions back. A scripted schedule: full,
-// then the restart. Nothing acknowledged may be lost, nothing doubled, and
-// the broker must take writes again at the end.
+// would) brings the refused partitions back. A scripted schedule, begun
+// once 50 writes are acknowledged: full, then the restart. Nothing
+// acknowledged may be lost, nothing doubled, some write must have been
+// refused (or left unanswered) while full, and the broker must take writes
+// again at the end.
 func TestBrokerDiskFull(t *testing.T) {
 	r := harness.NewRun(t, "broker-disk-full", 6*time.Second)
 	dir := r.WorkDir("broker")
@@ -106,6 +108,7 @@ func TestBrokerDiskFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.Duration+30*time.Second)
 	defer cancel()
 	load := produceUnique(ctx, t, rec, b.HostPort, "chaos", 3, workload.AcksAll, 1, 2, nil, 0)
+	waitAcked(t, rec, minAckedBeforeFault) // acknowledged writes from before the fault for the check to find
 	if err := sched.Play(ctx); err != nil {
 		t.Error(err)
 	}
@@ -128,5 +131,8 @@ func TestBrokerDiskFull(t *testing.T) {
 		Notes: []string{"tmpfs of 16 MiB on the data directory, filled and freed, then a restart"}})
 	if okAfter == 0 {
 		t.Errorf("no produce succeeded after the disk was freed and the broker restarted")
+	}
+	if count(h, history.Produce, history.Fail)+count(h, history.Produce, history.Unknown) == 0 {
+		t.Errorf("no produce was refused or left unanswered while the disk was full: the fault went unchecked")
 	}
 }

@@ -107,13 +107,13 @@ func TestLoaderUnderFaults(t *testing.T) {
 		op.Complete(history.Op{Outcome: history.Fail, Error: err.Error()})
 		t.Fatal(err)
 	}
-	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges})
+	op.Complete(history.Op{Outcome: history.OK, Records: loaded.records, Ranges: loaded.ranges, Want: final.Ranges})
 	st.close()
 	closeHistory()
 	h := rec.History()
 	res := history.Check(h)
 	notes := []string{"2 schedulers, 3 workers, ZooKeeper; every record loaded exactly once; _SUCCESS only on complete hours"}
-	incomplete, marked, err := checkSuccess(out, h, st, events, loaded)
+	incomplete, marked, err := checkSuccess(out, h, st, events, loaded, nil)
 	if err != nil {
 		t.Error(err)
 	}
@@ -313,8 +313,14 @@ func readWarehouse(out string) (*warehouse, error) {
 
 // checkSuccess checks each hour marked _SUCCESS: every record of that hour
 // acknowledged before the run that marked it began must be loaded there.
-// It returns one line per breach and how many hours were marked.
-func checkSuccess(out string, h history.History, st *stamps, ev *eventClock, w *warehouse) ([]string, int, error) {
+// It returns one line per breach and how many hours were marked. wall maps
+// a reading of the named scheduler's clock ("" for any) to the wall-clock
+// time it was taken at, or a time before (nil: the clocks are the wall
+// clock).
+func checkSuccess(out string, h history.History, st *stamps, ev *eventClock, w *warehouse, wall func(scheduler string, reading time.Time) time.Time) ([]string, int, error) {
+	if wall == nil {
+		wall = func(_ string, t time.Time) time.Time { return t }
+	}
 	fsys, err := filesystem.NewLocal(out)
 	if err != nil {
 		return nil, 0, err
@@ -325,7 +331,7 @@ func checkSuccess(out string, h history.History, st *stamps, ev *eventClock, w *
 	}
 	started := map[string]time.Time{}
 	for _, run := range runs {
-		started[run.ID] = run.Started
+		started[run.ID] = wall(run.Scheduler, run.Started)
 	}
 	markers, err := filepath.Glob(filepath.Join(out, "dt=*", "hr=*", scheduler.SuccessInfo))
 	if err != nil {
@@ -343,7 +349,7 @@ func checkSuccess(out string, h history.History, st *stamps, ev *eventClock, w *
 		}
 		runStart, ok := started[sr.Run]
 		if !ok {
-			runStart = sr.Marked // no run record: the marking time bounds the planning
+			runStart = wall("", sr.Marked) // no run record: the marking time bounds the planning
 		}
 		dir, _ := filepath.Rel(out, filepath.Dir(mk))
 		for _, op := range h {

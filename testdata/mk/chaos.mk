@@ -7,7 +7,8 @@
 #   make test                      also runs chaos-short: each scenario briefly, fixed seed
 #
 # Reports: testdata/.cache/chaos/<scenario>-<seed>/ (or $CHAOS_REPORT_DIR).
-# Needs root (nft, cgroups, tmpfs mounts), Debian's nftables and faketime.
+# Needs root (nft, cgroups, tmpfs and loop mounts), Debian's nftables, faketime,
+# e2fsprogs (mkfs.ext4) and mount (losetup).
 
 CHAOS_TIME ?= 3m
 # The scenarios; the harness and the workload packages are unit-tested with -race.
@@ -23,6 +24,8 @@ deps-chaos:
 	@missing=; \
 	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing faketime"; \
+	command -v mkfs.ext4 >/dev/null 2>&1 || missing="$$missing e2fsprogs"; \
+	command -v losetup >/dev/null 2>&1 || missing="$$missing mount"; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps-chaos: installing$$missing"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

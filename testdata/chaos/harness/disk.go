@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,13 +15,19 @@ import (
 // ErrDisk wraps a failure to mount, fill or unmount a Disk.
 var ErrDisk = errors.New("harness: disk")
 
-// Disk is a small tmpfs mounted on a node's data directory, so a test can fill
-// it up (the node's writes fail with ENOSPC) and free it again.
+// Disk is a small file system mounted on a node's data directory, so a
+// test can fill it up (the node's writes fail with ENOSPC) and free it
+// again: a tmpfs (MountDisk), or an ext4 on a loop device (MountLoopDisk),
+// which can also be made slow (Throttle).
 type Disk struct {
 	// Dir is the mount point.
 	Dir string
-	// Size is the tmpfs size in bytes.
+	// Size is the file system's size in bytes.
 	Size int64
+
+	// A loop disk's device (/dev/loopN), its number ("7:N") and the blkio
+	// cgroup (v1) whose processes' writes to it are throttled.
+	loop, devnum, blkio string
 
 	mu      sync.Mutex // guards mounted
 	mounted bool
@@ -88,7 +95,8 @@ func (d *Disk) Release() error {
 	return nil
 }
 
-// Unmount unmounts the tmpfs (lazily if it is busy); idempotent.
+// Unmount unmounts the disk (lazily if it is busy); idempotent. A loop
+// disk's device is detached and its cgroup removed too.
 func (d *Disk) Unmount() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -101,6 +109,145 @@ func (d *Disk) Unmount() error {
 		}
 	}
 	d.mounted = false
+	var errs []error
+	if d.loop != "" {
+		if out, err := exec.Command("losetup", "-d", d.loop).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: losetup -d %s: %v: %s", ErrDisk, d.loop, err, strings.TrimSpace(string(out))))
+		}
+	}
+	if d.blkio != "" {
+		errs = append(errs, removeBlkio(d.blkio))
+	}
+	return errors.Join(errs...)
+}
+
+// blkioRoot is the cgroup v1 blkio hierarchy, whose throttle applies to
+// the writes a process issues itself (write-through, fsync) on this kernel
+// (cgroup v2's io controller is not available beside it).
+const blkioRoot = "/sys/fs/cgroup/blkio"
+
+// MountLoopDisk makes an ext4 file system of size bytes (no blocks
+// reserved for root, so Fill fills it) in the sparse file image, attaches
+// it to a free loop device and mounts it on dir (created if needed), with
+// a blkio cgroup of its own for Throttle. Needs root, losetup and
+// mkfs.ext4 (Debian's mount and e2fsprogs, installed by make deps).
+func MountLoopDisk(dir, image string, size int64) (d *Disk, err error) {
+	for _, tool := range []string{"losetup", "mkfs.ext4"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%w: %s not found (make deps installs it): %v", ErrDisk, tool, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(blkioRoot, "blkio.throttle.write_iops_device")); err != nil {
+		return nil, fmt.Errorf("%w: no cgroup v1 blkio throttle at %s: %v", ErrDisk, blkioRoot, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	f, err := os.OpenFile(image, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%w: losetup %s: %v: %s", ErrDisk, image, err, strings.TrimSpace(string(out)))
+	}
+	d = &Disk{Dir: dir, Size: size, loop: strings.TrimSpace(string(out))}
+	defer func() {
+		if err != nil {
+			exec.Command("umount", dir).Run()
+			exec.Command("losetup", "-d", d.loop).Run()
+			if d.blkio != "" {
+				removeBlkio(d.blkio)
+			}
+		}
+	}()
+	num, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(d.loop), "dev"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	d.devnum = strings.TrimSpace(string(num))
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", d.loop).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%w: mkfs.ext4 %s: %v: %s", ErrDisk, d.loop, err, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("mount", d.loop, dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%w: mount %s on %s: %v: %s", ErrDisk, d.loop, dir, err, strings.TrimSpace(string(out)))
+	}
+	d.mounted = true
+	d.blkio = filepath.Join(blkioRoot, "sluice-chaos-"+filepath.Base(d.loop)+"-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(d.blkio, 0o755); err != nil {
+		d.blkio = ""
+		return nil, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	return d, nil
+}
+
+// Throttle moves the processes pids into the disk's blkio cgroup and
+// limits their writes to the disk to iops operations a second: a slow
+// disk for them (fsync and write-through I/O; what the page cache absorbs
+// is not slowed until it is written back). A tmpfs disk cannot be throttled.
+func (d *Disk) Throttle(pids []int, iops int) error {
+	if d.blkio == "" {
+		return fmt.Errorf("%w: %s is not a loop disk: it cannot be slowed", ErrDisk, d.Dir)
+	}
+	for _, pid := range pids {
+		if err := os.WriteFile(filepath.Join(d.blkio, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("%w: blkio cgroup of pid %d: %v", ErrDisk, pid, err)
+		}
+	}
+	return d.setLimit(iops)
+}
+
+// Unthrottle lifts the limit Throttle set (the processes stay in the
+// cgroup, unlimited).
+func (d *Disk) Unthrottle() error {
+	if d.blkio == "" {
+		return nil
+	}
+	return d.setLimit(0)
+}
+
+func (d *Disk) setLimit(iops int) error {
+	rule := fmt.Sprintf("%s %d", d.devnum, iops)
+	if err := os.WriteFile(filepath.Join(d.blkio, "blkio.throttle.write_iops_device"), []byte(rule), 0o644); err != nil {
+		return fmt.Errorf("%w: write_iops_device %q: %v", ErrDisk, rule, err)
+	}
+	return nil
+}
+
+// ThrottledWrites is how many write operations to the disk the blkio
+// cgroup's processes issued (what the throttle saw), for a report.
+func (d *Disk) ThrottledWrites() (int64, error) {
+	if d.blkio == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(filepath.Join(d.blkio, "blkio.throttle.io_serviced"))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrDisk, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == d.devnum && f[1] == "Write" {
+			return strconv.ParseInt(f[2], 10, 64)
+		}
+	}
+	return 0, nil
+}
+
+// removeBlkio moves what is left in a blkio cgroup to the root and
+// removes it.
+func removeBlkio(dir string) error {
+	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+		for _, pid := range strings.Fields(string(b)) {
+			os.WriteFile(filepath.Join(blkioRoot, "cgroup.procs"), []byte(pid), 0o644) // best effort: a process may be gone
+		}
+	}
+	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("%w: remove cgroup %s: %v", ErrDisk, dir, err)
+	}
 	return nil
 }
 

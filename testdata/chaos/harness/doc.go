@@ -71,6 +71,12 @@
 //     under test (scheduler.ManualClock and the like).
 //   - Disk full: Disk mounts a small tmpfs on a node's data directory and fills
 //     it with a ballast file (Fill) and frees it (Free).
+//   - Slow disk: no device mapper (dm-delay) and no cgroup v2 io controller
+//     here, so Run.LoopDisk mounts an ext4 on a loop device and Throttle
+//     limits the writes a node's process issues to it (cgroup v1 blkio
+//     write_iops_device): fsync and write-through I/O wait for the limit,
+//     what the page cache absorbs is slowed only when written back. The
+//     SlowDisk nemesis throttles and lifts it.
 //
 // # Clean up
 //

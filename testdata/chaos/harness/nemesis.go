@@ -276,6 +276,52 @@ func (f *Full) Heal() error {
 	return errors.Join(errs...)
 }
 
+// SlowDisk slows one of Disks (loop disks) for the node of the same name
+// in Nodes: its writes to the disk are limited to IOPS a second
+// (Disk.Throttle); Heal lifts the limit.
+type SlowDisk struct {
+	Disks  map[string]*Disk
+	Nodes  []*Node
+	IOPS   int
+	slowed []*Disk
+}
+
+// Name implements Nemesis.
+func (s *SlowDisk) Name() string { return "slow-disk" }
+
+// Start implements Nemesis.
+func (s *SlowDisk) Start(rng *rand.Rand, target string) (string, error) {
+	names := make([]string, 0, len(s.Disks))
+	for k := range s.Disks {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	name, err := pick(rng, names, target)
+	if err != nil {
+		return "", err
+	}
+	n := findNode(s.Nodes, name)
+	if n == nil || n.PID() <= 0 {
+		return "", fmt.Errorf("harness: slow-disk: node %s is not running", name)
+	}
+	d := s.Disks[name]
+	if err := d.Throttle([]int{n.PID()}, s.IOPS); err != nil {
+		return "", err
+	}
+	s.slowed = append(s.slowed, d)
+	return fmt.Sprintf("%s's disk: %d writes/s", name, s.IOPS), nil
+}
+
+// Heal implements Nemesis.
+func (s *SlowDisk) Heal() error {
+	var errs []error
+	for _, d := range s.slowed {
+		errs = append(errs, d.Unthrottle())
+	}
+	s.slowed = nil
+	return errors.Join(errs...)
+}
+
 // ClockJump moves an injected clock forward by By: for code that takes a
 // clock (libfaketime cannot move a Go binary's clock; see the package doc).
 // Heal does nothing: time does not go back.
@@ -465,4 +511,52 @@ func waitUntil(ctx context.Context, deadline time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// ClockStep steps the clock of one of Clocks by By (negative: back), the
+// target given by the schedule or found by Target when the fault starts
+// (the leading scheduler), under its own name As ("clock-back"); Heal
+// steps it by -By, as NTP puts a clock right: a second jump, the other way.
+type ClockStep struct {
+	As     string
+	By     time.Duration
+	Clocks map[string]*Stepped
+	Target func() (string, error)
+	moved  []*Stepped
+}
+
+// Name implements Nemesis.
+func (c *ClockStep) Name() string { return c.As }
+
+// Start implements Nemesis.
+func (c *ClockStep) Start(rng *rand.Rand, target string) (string, error) {
+	if target == "" && c.Target != nil {
+		t, err := c.Target()
+		if err != nil {
+			return "", fmt.Errorf("harness: %s: no target: %w", c.As, err)
+		}
+		target = t
+	}
+	names := make([]string, 0, len(c.Clocks))
+	for k := range c.Clocks {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	name, err := pick(rng, names, target)
+	if err != nil {
+		return "", err
+	}
+	clk := c.Clocks[name]
+	clk.Step(c.By)
+	c.moved = append(c.moved, clk)
+	return fmt.Sprintf("%s's clock %+v (now %+v off)", name, c.By, clk.Offset()), nil
+}
+
+// Heal implements Nemesis.
+func (c *ClockStep) Heal() error {
+	for _, clk := range c.moved {
+		clk.Step(-c.By)
+	}
+	c.moved = nil
+	return nil
 }

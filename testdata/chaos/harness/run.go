@@ -187,6 +187,24 @@ func (r *Run) Disk(dir string, size int64) *Disk {
 	return d
 }
 
+// LoopDisk mounts an ext4 of size bytes on a loop device (its image under
+// Work) on dir for the run: a disk that can be filled and slowed.
+func (r *Run) LoopDisk(dir string, size int64) *Disk {
+	r.t.Helper()
+	r.mu.Lock()
+	image := filepath.Join(r.Work, fmt.Sprintf("disk-%d.img", len(r.disks)))
+	r.mu.Unlock()
+	d, err := MountLoopDisk(dir, image, size)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.disks = append(r.disks, d)
+	r.mu.Unlock()
+	r.Events.add(dir, "mounted", fmt.Sprintf("ext4 on %s size=%d", d.loop, size))
+	return d
+}
+
 // Nodes lists the run's nodes.
 func (r *Run) Nodes() []*Node {
 	r.mu.Lock()

@@ -83,8 +83,12 @@ func RunLoad(ctx context.Context, rec *history.Recorder, process int, spec *jobs
 // (outside _sluice/, ending in .jsonl or .parquet), read with DuckDB as an
 // outside reader (Hive, Spark) sees them, not through the manifests; Ranges
 // are the [start, end) the partition's manifests commit. partitions lists
-// the partitions whose manifests are read.
-func ReadWarehouse(ctx context.Context, rec *history.Recorder, process int, warehouse, topic string, partitions []int32) (history.Op, error) {
+// the partitions whose manifests are read. want, when not empty, are the
+// ranges the caller waited for the loads to commit (a final read's): the
+// checker then reports what of them no load committed (load-incomplete),
+// so a run that loaded nothing cannot pass; nil for a read that claims no
+// progress.
+func ReadWarehouse(ctx context.Context, rec *history.Recorder, process int, warehouse, topic string, partitions []int32, want []history.Range) (history.Op, error) {
 	inv := rec.Invoke(process, history.LoadRead)
 	fail := func(err error) (history.Op, error) {
 		err = fmt.Errorf("workload: read warehouse %s: %w", warehouse, err)
@@ -98,7 +102,7 @@ func ReadWarehouse(ctx context.Context, rec *history.Recorder, process int, ware
 	if err != nil {
 		return fail(err)
 	}
-	return inv.Complete(history.Op{Outcome: history.OK, Records: recs, Ranges: ranges}), nil
+	return inv.Complete(history.Op{Outcome: history.OK, Records: recs, Ranges: ranges, Want: want}), nil
 }
 
 // committedRanges reads the manifests: one Range per manifest.

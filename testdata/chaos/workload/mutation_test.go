@@ -5,8 +5,10 @@ package workload
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +80,7 @@ func racingLoads(t *testing.T, first, second writers.Split) history.History {
 		}
 		inv.Complete(op)
 	}
-	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}); err != nil {
+	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return rec.History()
@@ -274,7 +276,7 @@ func reapedAttemptCommits(t *testing.T) history.History {
 	if err := <-recovered; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}); err != nil {
+	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return rec.History()
@@ -318,4 +320,88 @@ func (f *interleaveFS) WriteExclusive(name string, data []byte) error {
 		<-f.removed
 	}
 	return f.FS.WriteExclusive(name, data)
+}
+
+// Without the attempt's lease, recovery reaps an attempt that is alive and
+// writing: the fate file still refuses its commit (ErrAttemptExpired), so
+// nothing is loaded twice or lost from a committed range, and only the
+// progress check sees it: the load-read waited for the final read's ranges
+// and no load committed them (load-incomplete). Without Want the same
+// history is clean — the vacuous pass the progress check exists to stop.
+func TestMutationLease(t *testing.T) {
+	expect(t, mutate.Lease, history.LoadIncomplete, func(t *testing.T) history.History {
+		h := liveAttemptRecovered(t)
+		if mutate.Enabled(mutate.Lease) {
+			blind := slices.Clone(h)
+			for i := range blind {
+				blind[i].Want = nil
+			}
+			if res := history.Check(blind); !res.OK() {
+				t.Fatalf("without Want the checker should see nothing amiss here, it reports:\n%s", res.Report(blind, 1))
+			}
+		}
+		return h
+	})
+}
+
+// liveAttemptRecovered produces 15 values, starts one attempt of them (a
+// worker's split, its lease a minute long and renewed while it writes),
+// then runs a recovery of the partition at the same time on the same clock
+// (another planner's, a second after the attempt began: the lease is
+// alive), then commits the attempt. It returns the history with the load
+// and the warehouse read back, waited for up to the final read's ends.
+func liveAttemptRecovered(t *testing.T) history.History {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic = "l"
+	addr := startBroker(t, topic, 1)
+	rec := history.NewRecorder(nil)
+	p, err := NewProducer(rec, ProducerConfig{Bootstrap: addr, Topic: topic, Process: 1, Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Run(ctx, 15)
+	final, err := FinalRead(ctx, rec, 2, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := t.TempDir()
+	fsys, err := filesystem.Open("file://" + wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	clk := clock.NewManual(time.Now())
+	store := writers.NewStore(fsys, writers.StoreOptions{Lease: time.Minute, Clock: clk})
+	planner := writers.NewStore(fsys, writers.StoreOptions{Lease: time.Minute, Clock: clk})
+	inv := rec.Invoke(10, history.Load)
+	w, err := writers.NewSplitWriter(store, writers.Split{Topic: topic, Start: 0, End: 15}, writers.Config{Format: format.Options{Kind: format.JSONLines, MetadataColumns: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range final.Records {
+		if err := w.Write(valueSchema, map[string]any{"value": r.Value}, format.Meta{Topic: topic, Partition: 0, Offset: r.Offset, Timestamp: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Second)
+	rep, err := planner.Recover(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recovery while the attempt lives: %+v", rep)
+	_, err = w.Commit(15)
+	op := history.Op{Outcome: history.OK}
+	switch {
+	case errors.Is(err, writers.ErrAttemptExpired):
+		op.Outcome, op.Error = history.Fail, err.Error()
+	case err != nil:
+		t.Fatalf("commit: %v", err)
+	}
+	inv.Complete(op)
+	if _, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0}, final.Ranges); err != nil {
+		t.Fatal(err)
+	}
+	return rec.History()
 }

@@ -130,7 +130,11 @@ func TestLoadRunPasses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0, 1})
+	final, err := FinalRead(ctx, rec, 4, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadWarehouse(ctx, rec, 3, wh, topic, []int32{0, 1}, final.Ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
