@@ -83,6 +83,8 @@ type Loader struct {
 	times   writers.TimeRange // partition.time_range
 	where   *where
 	mapper  MapperFactory
+	// manyRows: the job's mapper may emit many rows per record (manyRows).
+	manyRows bool
 
 	decMu   sync.Mutex
 	decoder Decoder // set by Open or, for inferred JSON, on first use (guarded by decMu)
@@ -136,9 +138,14 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if l.mapper, ok = lookupMapper(spec.Map.Mapper); !ok {
 		return nil, fmt.Errorf("%w: map.mapper: %q is not registered", ErrSpec, spec.Map.Mapper)
 	}
-	if _, err := l.newMapper(); err != nil {
+	m, err := l.newMapper()
+	if err != nil {
 		return nil, err
 	}
+	// A mapper that may emit many rows per record: the writers take them
+	// (writers.Config.ManyRows) and, with metadata columns, write _row.
+	l.manyRows = manyRows(m)
+	l.fmtOpts.RowColumn = l.manyRows
 	if l.decoder, err = newDecoder(spec); err != nil {
 		return nil, err
 	}
