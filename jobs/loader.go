@@ -189,7 +189,7 @@ func (l *Loader) Store() *writers.Store { return l.store }
 func (l *Loader) MemoryBudget() *writers.MemoryBudget { return l.opts.MemoryBudget }
 
 func (l *Loader) newMapper() (Mapper, error) {
-	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select})
+	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select, Field: l.spec.Map.Field})
 	if err != nil {
 		if errors.Is(err, ErrSpec) {
 			return nil, err

@@ -95,6 +95,9 @@ type Map struct {
 	Select *Select `yaml:"select"`
 	// Options are handed to a custom mapper as they are.
 	Options map[string]any `yaml:"options"`
+	// Field is the array field the explode mapper makes one row per
+	// element of.
+	Field string `yaml:"field" json:",omitempty"`
 }
 
 // Select configures the select mapper: Keep lists the fields kept (in
@@ -446,6 +449,24 @@ func (s *Spec) validateMap(bad badFunc) error {
 	}
 	if s.Map.Select != nil && s.Map.Mapper != "select" {
 		return bad("map.select", "is only for mapper: select (the mapper is %q)", s.Map.Mapper)
+	}
+	if s.Map.Field != "" && s.Map.Mapper != "explode" {
+		return bad("map.field", "is only for mapper: explode (the mapper is %q)", s.Map.Mapper)
+	}
+	if s.Map.Mapper == "explode" {
+		m, err := newExplode(MapperConfig{Field: s.Map.Field})
+		if err != nil {
+			return err
+		}
+		if s.Decode.SchemaFile != "" { // the schema is known: check the field now
+			schema, err := readSchemaFile(s.SchemaPath())
+			if err != nil {
+				return err
+			}
+			if _, err := m.Schema(schema); err != nil {
+				return err
+			}
+		}
 	}
 	if s.Map.Mapper == "select" && s.Map.Select == nil {
 		return bad("map.select", "missing: mapper select needs keep and/or rename")

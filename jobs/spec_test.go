@@ -163,6 +163,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 	}
 	write("pv.avsc", `{"type": "record", "name": "pv", "fields": [{"name": "id", "type": "long"}, {"name": "page", "type": "string"}, {"name": "ts", "type": "long"}]}`)
 	write("string.avsc", `{"type": "string"}`)
+	write("items.avsc", `{"type": "record", "name": "order", "fields": [{"name": "id", "type": "long"}, {"name": "items", "type": {"type": "array", "items": "string"}}]}`)
 	write("passwd", "root:x:0:0:topsecret:/root:/bin/bash\ndaemon:x:1:1:topsecret:/usr/sbin:/usr/sbin/nologin\n")
 	write("secrets.json", `{"password": "topsecret"}`)
 	write("badtype.avsc", `{"type": "record", "name": "r", "fields": [{"name": "a", "type": "nosuchtype"}]}`)
@@ -226,6 +227,16 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		tc(func() tc {
 			o, n := sel("{keep: [id, nope]}")
 			return c(o, n, `map.select.keep[1]: "nope" is not a field of the record`)
+		}()),
+		c("mapper: identity", "mapper: explode", `map.field: missing: mapper explode needs the array field to explode`),
+		c("mapper: identity", "mapper: identity\n  field: items", `map.field: is only for mapper: explode (the mapper is "identity")`),
+		tc(func() tc {
+			o, n := withSchema("items.avsc", "mapper: explode\n  field: nope")
+			return c(o, n, `map.field: "nope" is not a field of the record order (fields: id, items)`)
+		}()),
+		tc(func() tc {
+			o, n := withSchema("items.avsc", "mapper: explode\n  field: id")
+			return c(o, n, `map.field: "id" is a long in order, not an array: explode takes an array field`)
 		}()),
 		c("on_bad_record: fail", "on_bad_record: true", `on_bad_record: "true" is not one of`),
 		c("by: hour", "by: [hour]", `partition.by: want a single value`),
