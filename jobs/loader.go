@@ -83,6 +83,7 @@ type Loader struct {
 	times   writers.TimeRange // partition.time_range
 	where   *where
 	mapper  MapperFactory
+	derive  []*derivedCol // map.derive, compiled
 	// manyRows: the job's mapper may emit many rows per record (manyRows).
 	manyRows bool
 
@@ -133,6 +134,9 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 		if l.where, err = compileWhere(spec.Map.Where); err != nil {
 			return nil, fmt.Errorf("%w: map.where: %v", ErrSpec, err)
 		}
+	}
+	if l.derive, err = compileDerive(spec.Map.Derive); err != nil {
+		return nil, err
 	}
 	var ok bool
 	if l.mapper, ok = lookupMapper(spec.Map.Mapper); !ok {
@@ -196,7 +200,7 @@ func (l *Loader) newMapper() (Mapper, error) {
 		}
 		return nil, fmt.Errorf("%w: map.mapper %q: %v", ErrSpec, l.spec.Map.Mapper, err)
 	}
-	return m, nil
+	return withDerive(m, l.derive), nil
 }
 
 // checkFixedSchema refuses, before any work, a fixed input schema

@@ -98,6 +98,8 @@ type Map struct {
 	// Field is the array field the explode mapper makes one row per
 	// element of.
 	Field string `yaml:"field" json:",omitempty"`
+	// Derive adds computed columns to every row the mapper emits.
+	Derive Derive `yaml:"derive" json:",omitempty"`
 }
 
 // Select configures the select mapper: Keep lists the fields kept (in
@@ -443,6 +445,15 @@ func (s *Spec) validateDecode(bad badFunc, oneOf oneOfFunc) error {
 	return nil
 }
 
+// builtinMapper reports whether name is one of the mappers of this package.
+func builtinMapper(name string) bool {
+	switch name {
+	case "identity", "where", "select", "explode":
+		return true
+	}
+	return false
+}
+
 func (s *Spec) validateMap(bad badFunc) error {
 	if _, ok := lookupMapper(s.Map.Mapper); !ok {
 		return bad("map.mapper", "%q is not a registered mapper (known: %s)", s.Map.Mapper, strings.Join(MapperNames(), ", "))
@@ -484,6 +495,24 @@ func (s *Spec) validateMap(bad badFunc) error {
 			if _, err := m.Schema(schema); err != nil {
 				return err
 			}
+		}
+	}
+	cols, err := compileDerive(s.Map.Derive)
+	if err != nil {
+		return err
+	}
+	if len(cols) > 0 && s.Decode.SchemaFile != "" && builtinMapper(s.Map.Mapper) { // the rows' schema is known: type the columns now
+		schema, err := readSchemaFile(s.SchemaPath())
+		if err != nil {
+			return err
+		}
+		f, _ := lookupMapper(s.Map.Mapper)
+		m, err := f(MapperConfig{Select: s.Map.Select, Field: s.Map.Field})
+		if err != nil {
+			return err
+		}
+		if _, err := withDerive(m, cols).Schema(schema); err != nil {
+			return err
 		}
 	}
 	if s.Map.Where != "" {

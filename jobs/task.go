@@ -348,16 +348,19 @@ func waitTurn(ctx context.Context, s inputformat.Split, turn TurnFunc, every tim
 
 // taskRun is the state of one attempt's record loop.
 type taskRun struct {
-	l         *Loader
-	rep       *TaskReport
-	w         *writers.SplitWriter
-	dec       Decoder
-	mapper    Mapper
-	schemas   schemaCache
-	split     inputformat.Split
-	dl        vfs.File
-	dlPath    string
-	committed bool
+	l       *Loader
+	rep     *TaskReport
+	w       *writers.SplitWriter
+	dec     Decoder
+	mapper  Mapper
+	schemas schemaCache
+	// baseSchemas: the schemas of the mapper under map.derive (the
+	// columnar path's projections)
+	baseSchemas schemaCache
+	split       inputformat.Split
+	dl          vfs.File
+	dlPath      string
+	committed   bool
 
 	// The columnar path (src non-nil): Avro values go to the writers as
 	// bytes, through a projection per input schema, with no map.
@@ -367,6 +370,9 @@ type taskRun struct {
 	whereFor *avrocodec.Projection
 	whereEnv map[string]any
 	whereIdx []int // In fields the filter names
+	// derived: map.derive's columns on the columnar path, per projection
+	derived map[*avrocodec.Projection]*derivedProjection
+	drow    avrocodec.Row
 
 	// rows holds the map path's rows of the record being mapped; many:
 	// the mapper may emit more than one (manyRows).
@@ -382,7 +388,7 @@ func columnarSource(dec Decoder, m Mapper) avroSource {
 	if !ok {
 		return nil
 	}
-	switch m.(type) {
+	switch baseMapper(m).(type) {
 	case identity, *selectMapper:
 		return src
 	}
@@ -395,12 +401,13 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	if p := t.projs[schema]; p != nil {
 		return p, nil
 	}
-	out, err := t.schemas.get(t.mapper, schema)
+	base := baseMapper(t.mapper)
+	out, err := t.baseSchemas.get(base, schema)
 	if err != nil {
 		return nil, t.schemaError(schema, err)
 	}
 	var p *avrocodec.Projection
-	if sm, ok := t.mapper.(*selectMapper); ok {
+	if sm, ok := base.(*selectMapper); ok {
 		p, err = avrocodec.NewProjection(schema, out, sm.pick(schema.(*avro.RecordSchema)))
 	} else {
 		p, err = t.src.Identity(schema)
@@ -410,6 +417,16 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	}
 	if err != nil {
 		return nil, t.schemaError(schema, err)
+	}
+	if d, ok := t.mapper.(*deriving); ok {
+		dp, err := newDerivedProjection(d, p)
+		if err != nil {
+			return nil, t.schemaError(schema, err)
+		}
+		if t.derived == nil {
+			t.derived = map[*avrocodec.Projection]*derivedProjection{}
+		}
+		t.derived[p] = dp
 	}
 	if t.projs == nil {
 		t.projs = map[avro.Schema]*avrocodec.Projection{}
@@ -446,8 +463,14 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 			return nil
 		}
 	}
+	row := &t.row
+	if dp := t.derived[p]; dp != nil {
+		if row, err = dp.derive(&t.row, &t.drow); err != nil {
+			return err
+		}
+	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
-	if err := t.w.WriteAvro(&t.row, meta); err != nil {
+	if err := t.w.WriteAvro(row, meta); err != nil {
 		return t.writeError(schema, err)
 	}
 	t.rep.RowsOut++
@@ -627,7 +650,7 @@ const maxRowsPerRecord = 1 << 20
 // manyRows reports whether mapper m may emit more than one row per record:
 // every mapper but the built-in identity, where and select.
 func manyRows(m Mapper) bool {
-	switch m.(type) {
+	switch baseMapper(m).(type) {
 	case identity, *selectMapper:
 		return false
 	}
