@@ -30,8 +30,16 @@ func TestColumnarLoadMatchesMapPath(t *testing.T) {
 	id := registerSchema(t, ctx, registry, "cols-value")
 	recs, _ := pageViews(t, "cols", 6000, 2, 3*time.Hour, id)
 	// Damage every 97th record: cut it short, or break its framing.
-	damaged := 0
+	damaged, failing := 0, 0 // failing: records on which the derive's expression fails
+	s, _ := pageViewSchema(t)
 	for i, r := range recs {
+		var v map[string]any
+		if err := avro.Unmarshal(s, r.Value[5:], &v); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 != 5 && v["status"].(int) == 404 && v["user_id"].(int64)%13 == 0 {
+			failing++
+		}
 		if i%97 == 5 {
 			damaged++
 			if i%2 == 0 {
@@ -47,6 +55,20 @@ func TestColumnarLoadMatchesMapPath(t *testing.T) {
 		"identity": "",
 		"select":   "map: {mapper: select, select: {keep: [ts, url, status, user_id], rename: {url: page}}}",
 		"where":    `map: {mapper: identity, where: 'status >= 300 && user_id % 3 == 0'}`,
+		// computed columns of every kind of type, declared and inferred,
+		// one failing on some records (int("x"))
+		"derive": `map:
+  mapper: select
+  select: {keep: [ts, url, status, user_id, referrer], rename: {url: page}}
+  derive:
+    section: 'split(page, "/")[1]'
+    hour: 'ts.Hour()'
+    slow: {expr: 'status >= 500', type: boolean}
+    ref_len: {expr: 'referrer == nil ? nil : len(referrer)', type: int}
+    score: {expr: 'status == 404 && user_id % 13 == 0 ? int("x") : user_id / 7', type: double}
+    at: {expr: 'ts', type: timestamp-millis}
+    tag: {expr: 'status < 300 ? "ok" : nil', type: string}`,
+		"derive-identity": `map: {mapper: identity, derive: {big: 'user_id * 1000', next: {expr: 'status + 1', type: long}}}`,
 	}
 	for _, format := range []string{"parquet", "jsonl", "avro"} {
 		for name, mapping := range maps {
@@ -69,12 +91,20 @@ output: {uri: %s, format: %s, metadata_columns: true}
 					if err != nil {
 						t.Fatal(err)
 					}
-					if rep.Totals.RecordsIn != 6000 || rep.Totals.DeadLettered != int64(damaged) {
-						t.Fatalf("map path %v: %+v, want 6000 records in and %d dead-lettered", mapPath, rep.Totals, damaged)
+					bad := damaged
+					if name == "derive" {
+						bad += failing
+					}
+					if rep.Totals.RecordsIn != 6000 || rep.Totals.DeadLettered != int64(bad) {
+						t.Fatalf("map path %v: %+v, want 6000 records in and %d dead-lettered", mapPath, rep.Totals, bad)
 					}
 					rows[k] = rep.Totals.RowsOut
 				}
-				if rows[0] != rows[1] || rows[0] == 0 || (name != "where" && rows[0] != int64(6000-damaged)) {
+				want := int64(6000 - damaged)
+				if name == "derive" {
+					want -= int64(failing)
+				}
+				if rows[0] != rows[1] || rows[0] == 0 || (name != "where" && rows[0] != want) {
 					t.Fatalf("rows out: columnar %d, map path %d", rows[0], rows[1])
 				}
 				switch format {
@@ -99,6 +129,16 @@ output: {uri: %s, format: %s, metadata_columns: true}
 						}
 						if n != 0 {
 							t.Fatalf("%d rows of one output are not in the other", n)
+						}
+					}
+					if format == "parquet" && name == "derive" { // and the columns hold what their expressions say
+						var n, wrong int
+						q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE section IS DISTINCT FROM split_part(page, '/', 2)
+							OR hour <> hour(ts AT TIME ZONE 'UTC') OR slow <> (status >= 500) OR ref_len IS DISTINCT FROM length(referrer)
+							OR score <> user_id / 7 OR "at" <> ts OR (tag IS NULL) <> (status >= 300))
+							FROM read_parquet('%s')`, dataGlob(outs[0], format))
+						if err := db.QueryRow(q).Scan(&n, &wrong); err != nil || n != int(want) || wrong != 0 {
+							t.Fatalf("derived columns: %d rows, %d wrong (%v)", n, wrong, err)
 						}
 					}
 				}

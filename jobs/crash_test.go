@@ -57,42 +57,12 @@ func TestKilledLoadRunsExactlyOnce(t *testing.T) {
 	}
 	produce(3000)
 	once := newOnceChecker(out, "crash")
-	kills, runs := 0, 0
-	lastRun := time.Second
-	for kills < 20 {
-		if ctx.Err() != nil {
-			t.Fatalf("out of time after %d kills", kills)
-		}
-		cmd := exec.CommandContext(ctx, bin, "load", "run", job, "--quiet", "--workers", fmt.Sprint(1+rng.Intn(3)))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		// A moment within the run: up to the length of the last completed
-		// run (a load that finishes first just loads more next time).
-		delay := 20*time.Millisecond + time.Duration(rng.Int63n(int64(max(lastRun, 200*time.Millisecond))))
-		began := time.Now()
-		select {
-		case err := <-done:
-			runs++
-			lastRun = time.Since(began)
-			if err != nil {
-				t.Fatalf("run %d failed: %v\n%s", runs, err, stderr.String())
-			}
-			once.check(t, counts, true)
-			produce(500 + rng.Intn(1000))
-		case <-time.After(delay):
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			kills++
-			once.check(t, counts, false)
-			m, _ := filepath.Glob(filepath.Join(out, "_sluice", "commits", "crash", "*", "*.json"))
-			t.Logf("kill %d after %s: %d commits", kills, delay, len(m))
-		}
-	}
+	kills, runs := killLoop(t, ctx, rng, bin, job, out, 20, func() {
+		once.check(t, counts, true)
+		produce(500 + rng.Intn(1000))
+	}, func() {
+		once.check(t, counts, false)
+	})
 	// Run to completion (no more kills).
 	cmd := exec.CommandContext(ctx, bin, "load", "run", job, "--quiet")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -122,6 +92,50 @@ func TestKilledLoadRunsExactlyOnce(t *testing.T) {
 	}
 }
 
+// killLoop runs `bin load run job` until it was killed (SIGKILL) kills
+// times at random moments within a run; after a run that completed it
+// calls completed, after a kill killed (out is the job's local output). It returns the kills and the
+// completed runs.
+func killLoop(t *testing.T, ctx context.Context, rng *rand.Rand, bin, job, out string, kills int, completed, killed func()) (int, int) {
+	t.Helper()
+	k, runs := 0, 0
+	lastRun := time.Second
+	for k < kills {
+		if ctx.Err() != nil {
+			t.Fatalf("out of time after %d kills", k)
+		}
+		cmd := exec.CommandContext(ctx, bin, "load", "run", job, "--quiet", "--workers", fmt.Sprint(1+rng.Intn(3)))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		// A moment within the run: up to the length of the last completed
+		// run (a load that finishes first just loads more next time).
+		delay := 20*time.Millisecond + time.Duration(rng.Int63n(int64(max(lastRun, 200*time.Millisecond))))
+		began := time.Now()
+		select {
+		case err := <-done:
+			runs++
+			lastRun = time.Since(began)
+			if err != nil {
+				t.Fatalf("run %d failed: %v\n%s", runs, err, stderr.String())
+			}
+			completed()
+		case <-time.After(delay):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			k++
+			killed()
+			m, _ := filepath.Glob(filepath.Join(out, "_sluice", "commits", "*", "*", "*.json"))
+			t.Logf("kill %d after %s: %d commits", k, delay, len(m))
+		}
+	}
+	return k, runs
+}
+
 func sum(m map[int32]int64) int64 {
 	var n int64
 	for _, v := range m {
@@ -140,12 +154,15 @@ type onceChecker struct {
 	manifests  map[string]bool     // manifest paths read
 	listed     map[string]bool     // files the manifests name
 	seen       map[string]bool     // data files read
-	holder     map[[2]int64]string // (partition, offset) → the file holding it
+	holder     map[[3]int64]string // (partition, offset, row) → the file holding it
+	// rows is the rows of each record (0: 1, and no _row column): each
+	// (partition, offset, row) for row < rows is held once.
+	rows int64
 }
 
 func newOnceChecker(dir, topic string) *onceChecker {
 	return &onceChecker{dir: dir, topic: topic, manifests: map[string]bool{}, listed: map[string]bool{},
-		seen: map[string]bool{}, holder: map[[2]int64]string{}}
+		seen: map[string]bool{}, holder: map[[3]int64]string{}}
 }
 
 func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool) {
@@ -201,20 +218,27 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 			quoted[i] = "'" + filepath.Join(c.dir, filepath.FromSlash(f)) + "'"
 		}
 		db := duck(t)
-		rows, err := db.Query(fmt.Sprintf(`SELECT _partition, _offset, filename FROM read_parquet([%s], filename = true)`, strings.Join(quoted, ",")))
+		row := "0"
+		if c.rows > 0 {
+			row = "_row"
+		}
+		rows, err := db.Query(fmt.Sprintf(`SELECT _partition, _offset, %s, filename FROM read_parquet([%s], filename = true)`, row, strings.Join(quoted, ",")))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for rows.Next() {
-			var p, o int64
+			var p, o, r int64
 			var file string
-			if err := rows.Scan(&p, &o, &file); err != nil {
+			if err := rows.Scan(&p, &o, &r, &file); err != nil {
 				t.Fatal(err)
 			}
-			if other, ok := c.holder[[2]int64{p, o}]; ok {
-				t.Fatalf("invariant: partition %d offset %d is in %s and in %s", p, o, other, file)
+			if other, ok := c.holder[[3]int64{p, o, r}]; ok {
+				t.Fatalf("invariant: partition %d offset %d row %d is in %s and in %s", p, o, r, other, file)
 			}
-			c.holder[[2]int64{p, o}] = file
+			if r < 0 || r >= max(c.rows, 1) {
+				t.Fatalf("invariant: partition %d offset %d has row %d (in %s); a record has %d rows", p, o, r, file, max(c.rows, 1))
+			}
+			c.holder[[3]int64{p, o, r}] = file
 		}
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
@@ -227,18 +251,21 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 	if !complete {
 		return
 	}
+	per := max(c.rows, 1)
 	for p, n := range counts {
 		for o := int64(0); o < n; o++ {
-			if _, ok := c.holder[[2]int64{int64(p), o}]; !ok {
-				t.Fatalf("invariant: partition %d offset %d is missing after a completed run (%d produced)", p, o, n)
+			for r := int64(0); r < per; r++ {
+				if _, ok := c.holder[[3]int64{int64(p), o, r}]; !ok {
+					t.Fatalf("invariant: partition %d offset %d row %d is missing after a completed run (%d produced)", p, o, r, n)
+				}
 			}
 		}
 	}
 	var held int64
 	for _, n := range counts {
-		held += n
+		held += n * per
 	}
 	if int64(len(c.holder)) != held {
-		t.Fatalf("invariant: %d (partition, offset) pairs held, %d produced", len(c.holder), held)
+		t.Fatalf("invariant: %d (partition, offset, row) held, %d produced", len(c.holder), held)
 	}
 }

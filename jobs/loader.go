@@ -83,6 +83,9 @@ type Loader struct {
 	times   writers.TimeRange // partition.time_range
 	where   *where
 	mapper  MapperFactory
+	derive  []*derivedCol // map.derive, compiled
+	// manyRows: the job's mapper may emit many rows per record (manyRows).
+	manyRows bool
 
 	decMu   sync.Mutex
 	decoder Decoder // set by Open or, for inferred JSON, on first use (guarded by decMu)
@@ -132,13 +135,21 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 			return nil, fmt.Errorf("%w: map.where: %v", ErrSpec, err)
 		}
 	}
+	if l.derive, err = compileDerive(spec.Map.Derive); err != nil {
+		return nil, err
+	}
 	var ok bool
 	if l.mapper, ok = lookupMapper(spec.Map.Mapper); !ok {
 		return nil, fmt.Errorf("%w: map.mapper: %q is not registered", ErrSpec, spec.Map.Mapper)
 	}
-	if _, err := l.newMapper(); err != nil {
+	m, err := l.newMapper()
+	if err != nil {
 		return nil, err
 	}
+	// A mapper that may emit many rows per record: the writers take them
+	// (writers.Config.ManyRows) and, with metadata columns, write _row.
+	l.manyRows = manyRows(m)
+	l.fmtOpts.RowColumn = l.manyRows
 	if l.decoder, err = newDecoder(spec); err != nil {
 		return nil, err
 	}
@@ -182,14 +193,14 @@ func (l *Loader) Store() *writers.Store { return l.store }
 func (l *Loader) MemoryBudget() *writers.MemoryBudget { return l.opts.MemoryBudget }
 
 func (l *Loader) newMapper() (Mapper, error) {
-	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select})
+	m, err := l.mapper(MapperConfig{Options: l.spec.Map.Options, Select: l.spec.Map.Select, Field: l.spec.Map.Field})
 	if err != nil {
 		if errors.Is(err, ErrSpec) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: map.mapper %q: %v", ErrSpec, l.spec.Map.Mapper, err)
 	}
-	return m, nil
+	return withDerive(m, l.derive), nil
 }
 
 // checkFixedSchema refuses, before any work, a fixed input schema

@@ -52,6 +52,8 @@ type MapperConfig struct {
 	Options map[string]any
 	// Select is map.select (the select mapper's configuration).
 	Select *Select
+	// Field is map.field (the explode mapper's array field).
+	Field string
 }
 
 // MapperFactory builds a mapper for one task.
@@ -95,6 +97,7 @@ func init() {
 	// where is identity; the filter is map.where, applied to every mapper.
 	RegisterMapper("where", func(MapperConfig) (Mapper, error) { return identity{}, nil })
 	RegisterMapper("select", newSelectMapper)
+	RegisterMapper("explode", newExplode)
 }
 
 // identity emits the record's value as it is.

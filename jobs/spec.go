@@ -95,6 +95,11 @@ type Map struct {
 	Select *Select `yaml:"select"`
 	// Options are handed to a custom mapper as they are.
 	Options map[string]any `yaml:"options"`
+	// Field is the array field the explode mapper makes one row per
+	// element of.
+	Field string `yaml:"field" json:",omitempty"`
+	// Derive adds computed columns to every row the mapper emits.
+	Derive Derive `yaml:"derive" json:",omitempty"`
 }
 
 // Select configures the select mapper: Keep lists the fields kept (in
@@ -440,12 +445,39 @@ func (s *Spec) validateDecode(bad badFunc, oneOf oneOfFunc) error {
 	return nil
 }
 
+// builtinMapper reports whether name is one of the mappers of this package.
+func builtinMapper(name string) bool {
+	switch name {
+	case "identity", "where", "select", "explode":
+		return true
+	}
+	return false
+}
+
 func (s *Spec) validateMap(bad badFunc) error {
 	if _, ok := lookupMapper(s.Map.Mapper); !ok {
 		return bad("map.mapper", "%q is not a registered mapper (known: %s)", s.Map.Mapper, strings.Join(MapperNames(), ", "))
 	}
 	if s.Map.Select != nil && s.Map.Mapper != "select" {
 		return bad("map.select", "is only for mapper: select (the mapper is %q)", s.Map.Mapper)
+	}
+	if s.Map.Field != "" && s.Map.Mapper != "explode" {
+		return bad("map.field", "is only for mapper: explode (the mapper is %q)", s.Map.Mapper)
+	}
+	if s.Map.Mapper == "explode" {
+		m, err := newExplode(MapperConfig{Field: s.Map.Field})
+		if err != nil {
+			return err
+		}
+		if s.Decode.SchemaFile != "" { // the schema is known: check the field now
+			schema, err := readSchemaFile(s.SchemaPath())
+			if err != nil {
+				return err
+			}
+			if _, err := m.Schema(schema); err != nil {
+				return err
+			}
+		}
 	}
 	if s.Map.Mapper == "select" && s.Map.Select == nil {
 		return bad("map.select", "missing: mapper select needs keep and/or rename")
@@ -463,6 +495,24 @@ func (s *Spec) validateMap(bad badFunc) error {
 			if _, err := m.Schema(schema); err != nil {
 				return err
 			}
+		}
+	}
+	cols, err := compileDerive(s.Map.Derive)
+	if err != nil {
+		return err
+	}
+	if len(cols) > 0 && s.Decode.SchemaFile != "" && builtinMapper(s.Map.Mapper) { // the rows' schema is known: type the columns now
+		schema, err := readSchemaFile(s.SchemaPath())
+		if err != nil {
+			return err
+		}
+		f, _ := lookupMapper(s.Map.Mapper)
+		m, err := f(MapperConfig{Select: s.Map.Select, Field: s.Map.Field})
+		if err != nil {
+			return err
+		}
+		if _, err := withDerive(m, cols).Schema(schema); err != nil {
+			return err
 		}
 	}
 	if s.Map.Where != "" {

@@ -163,6 +163,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 	}
 	write("pv.avsc", `{"type": "record", "name": "pv", "fields": [{"name": "id", "type": "long"}, {"name": "page", "type": "string"}, {"name": "ts", "type": "long"}]}`)
 	write("string.avsc", `{"type": "string"}`)
+	write("items.avsc", `{"type": "record", "name": "order", "fields": [{"name": "id", "type": "long"}, {"name": "items", "type": {"type": "array", "items": "string"}}]}`)
 	write("passwd", "root:x:0:0:topsecret:/root:/bin/bash\ndaemon:x:1:1:topsecret:/usr/sbin:/usr/sbin/nologin\n")
 	write("secrets.json", `{"password": "topsecret"}`)
 	write("badtype.avsc", `{"type": "record", "name": "r", "fields": [{"name": "a", "type": "nosuchtype"}]}`)
@@ -226,6 +227,34 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		tc(func() tc {
 			o, n := sel("{keep: [id, nope]}")
 			return c(o, n, `map.select.keep[1]: "nope" is not a field of the record`)
+		}()),
+		c("mapper: identity", "mapper: explode", `map.field: missing: mapper explode needs the array field to explode`),
+		c("mapper: identity", "mapper: identity\n  field: items", `map.field: is only for mapper: explode (the mapper is "identity")`),
+		tc(func() tc {
+			o, n := withSchema("items.avsc", "mapper: explode\n  field: nope")
+			return c(o, n, `map.field: "nope" is not a field of the record order (fields: id, items)`)
+		}()),
+		tc(func() tc {
+			o, n := withSchema("items.avsc", "mapper: explode\n  field: id")
+			return c(o, n, `map.field: "id" is a long in order, not an array: explode takes an array field`)
+		}()),
+		c("mapper: identity", "mapper: identity\n  derive: [a]", `map.derive: want a mapping of column names to expressions`),
+		c("mapper: identity", "mapper: identity\n  derive: {x: 'a +'}", `map.derive.x: "a +": unexpected token EOF`),
+		c("mapper: identity", "mapper: identity\n  derive: {x: ''}", `map.derive.x: no expression`),
+		c("mapper: identity", "mapper: identity\n  derive: {x: {expr: a, type: number}}", `map.derive.x.type: "number" is not one of string, long`),
+		c("mapper: identity", "mapper: identity\n  derive: {x: {exp: a}}", `map.derive.x.exp: unknown key (known here: expr, type)`),
+		c("mapper: identity", "mapper: identity\n  derive: {x: [a]}", `map.derive.x: want an expression or {expr: ..., type: ...}`),
+		tc(func() tc {
+			o, n := withSchema("pv.avsc", "mapper: identity\n  derive: {id: 'ts * 2'}")
+			return c(o, n, `map.derive.id: the rows of pv have a field id already`)
+		}()),
+		tc(func() tc {
+			o, n := withSchema("pv.avsc", "mapper: identity\n  derive: {x: 'page + 1'}")
+			return c(o, n, `map.derive.x: "page + 1" over the fields of pv: invalid operation: + (mismatched types string and int)`)
+		}()),
+		tc(func() tc {
+			o, n := withSchema("pv.avsc", "mapper: identity\n  derive: {x: 'nope'}")
+			return c(o, n, `map.derive.x: the type of "nope" cannot be told from the fields of pv: declare it`)
 		}()),
 		c("on_bad_record: fail", "on_bad_record: true", `on_bad_record: "true" is not one of`),
 		c("by: hour", "by: [hour]", `partition.by: want a single value`),

@@ -181,7 +181,7 @@ func (l *Loader) openAttempt(ctx context.Context, s inputformat.Split, rep *Task
 		return nil, nil, err
 	}
 	rep.Attempt = w.Attempt().ID()
-	t := &taskRun{l: l, rep: rep, w: w, dec: dec, mapper: mapper, split: s}
+	t := &taskRun{l: l, rep: rep, w: w, dec: dec, mapper: mapper, split: s, many: manyRows(mapper)}
 	if !l.opts.MapPath {
 		t.src = columnarSource(dec, mapper)
 	}
@@ -198,7 +198,7 @@ func (l *Loader) newSplitWriter(s inputformat.Split, rep *TaskReport) (*writers.
 	for try := 0; ; try++ {
 		w, err := writers.NewSplitWriter(l.store, s,
 			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget}) // the attempt lease renews, after every fetch
+				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget, ManyRows: l.manyRows}) // the attempt lease renews, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {
@@ -348,16 +348,19 @@ func waitTurn(ctx context.Context, s inputformat.Split, turn TurnFunc, every tim
 
 // taskRun is the state of one attempt's record loop.
 type taskRun struct {
-	l         *Loader
-	rep       *TaskReport
-	w         *writers.SplitWriter
-	dec       Decoder
-	mapper    Mapper
-	schemas   schemaCache
-	split     inputformat.Split
-	dl        vfs.File
-	dlPath    string
-	committed bool
+	l       *Loader
+	rep     *TaskReport
+	w       *writers.SplitWriter
+	dec     Decoder
+	mapper  Mapper
+	schemas schemaCache
+	// baseSchemas: the schemas of the mapper under map.derive (the
+	// columnar path's projections)
+	baseSchemas schemaCache
+	split       inputformat.Split
+	dl          vfs.File
+	dlPath      string
+	committed   bool
 
 	// The columnar path (src non-nil): Avro values go to the writers as
 	// bytes, through a projection per input schema, with no map.
@@ -367,10 +370,14 @@ type taskRun struct {
 	whereFor *avrocodec.Projection
 	whereEnv map[string]any
 	whereIdx []int // In fields the filter names
+	// derived: map.derive's columns on the columnar path, per projection
+	derived map[*avrocodec.Projection]*derivedProjection
+	drow    avrocodec.Row
 
-	// emitErr is the writers' verdict on the map path's last emitted row
-	// (whatever the mapper then made of it).
-	emitErr error
+	// rows holds the map path's rows of the record being mapped; many:
+	// the mapper may emit more than one (manyRows).
+	rows []map[string]any
+	many bool
 }
 
 // columnarSource returns dec as an avroSource when the record can take
@@ -381,7 +388,7 @@ func columnarSource(dec Decoder, m Mapper) avroSource {
 	if !ok {
 		return nil
 	}
-	switch m.(type) {
+	switch baseMapper(m).(type) {
 	case identity, *selectMapper:
 		return src
 	}
@@ -394,12 +401,13 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	if p := t.projs[schema]; p != nil {
 		return p, nil
 	}
-	out, err := t.schemas.get(t.mapper, schema)
+	base := baseMapper(t.mapper)
+	out, err := t.baseSchemas.get(base, schema)
 	if err != nil {
 		return nil, t.schemaError(schema, err)
 	}
 	var p *avrocodec.Projection
-	if sm, ok := t.mapper.(*selectMapper); ok {
+	if sm, ok := base.(*selectMapper); ok {
 		p, err = avrocodec.NewProjection(schema, out, sm.pick(schema.(*avro.RecordSchema)))
 	} else {
 		p, err = t.src.Identity(schema)
@@ -409,6 +417,16 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	}
 	if err != nil {
 		return nil, t.schemaError(schema, err)
+	}
+	if d, ok := t.mapper.(*deriving); ok {
+		dp, err := newDerivedProjection(d, p)
+		if err != nil {
+			return nil, t.schemaError(schema, err)
+		}
+		if t.derived == nil {
+			t.derived = map[*avrocodec.Projection]*derivedProjection{}
+		}
+		t.derived[p] = dp
 	}
 	if t.projs == nil {
 		t.projs = map[avro.Schema]*avrocodec.Projection{}
@@ -445,8 +463,14 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 			return nil
 		}
 	}
+	row := &t.row
+	if dp := t.derived[p]; dp != nil {
+		if row, err = dp.derive(&t.row, &t.drow); err != nil {
+			return err
+		}
+	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
-	if err := t.w.WriteAvro(&t.row, meta); err != nil {
+	if err := t.w.WriteAvro(row, meta); err != nil {
 		return t.writeError(schema, err)
 	}
 	t.rep.RowsOut++
@@ -580,31 +604,57 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 		}
 	}
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
-	rows := 0
-	t.emitErr = nil
+	// The record's rows are held until the mapper returns: a mapper's error
+	// after some rows leaves none of them written.
+	t.rows = t.rows[:0]
 	err = t.callMapper(rec, func(row map[string]any) error {
-		rows++
-		if rows > 1 {
-			t.emitErr = fmt.Errorf("%w: mapper %q emitted a second row for offset %d; the writers keep one row per offset", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
-			return t.emitErr
+		if len(t.rows) > 0 && !t.many {
+			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; a mapper that emits many rows is a registered custom one or explode", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
 		}
-		if err := t.w.Write(out, row, meta); err != nil {
-			t.emitErr = t.writeError(schema, err)
-			return t.emitErr
+		if len(t.rows) >= maxRowsPerRecord {
+			return fmt.Errorf("%w: mapper %q emitted more than %d rows for offset %d", ErrBadRecord, t.l.spec.Map.Mapper, maxRowsPerRecord, r.Offset)
 		}
-		t.rep.RowsOut++
+		t.rows = append(t.rows, row)
 		return nil
 	})
-	if t.emitErr != nil {
-		// The writers' verdict stands, whatever the mapper made of it (an
-		// output error must not pass for the mapper's).
-		return t.emitErr
+	if err != nil {
+		clear(t.rows)
+		if !errors.Is(err, ErrBadRecord) {
+			// A mapper's own error is the record's fault.
+			return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
+		}
+		return err
 	}
-	if err != nil && !errors.Is(err, ErrBadRecord) {
-		// A mapper's own error is the record's fault.
-		return fmt.Errorf("%w: mapper %q: %v", ErrBadRecord, t.l.spec.Map.Mapper, err)
+	for i, row := range t.rows {
+		meta.Row = int32(i)
+		if err := t.w.Write(out, row, meta); err != nil {
+			err = t.writeError(schema, err)
+			if i > 0 && recordError(err) {
+				// Rows 0 … i-1 are in the attempt's files and cannot be taken
+				// back: the split fails, whatever on_bad_record says.
+				err = fmt.Errorf("row %d of offset %d refused after %d rows of the record were written (the split fails; nothing of it was committed): %v", i, r.Offset, i, err)
+			}
+			clear(t.rows)
+			return err
+		}
+		t.rep.RowsOut++
 	}
-	return err
+	clear(t.rows)
+	return nil
+}
+
+// maxRowsPerRecord bounds the rows a mapper may emit for one record (they
+// are held in memory until it returns).
+const maxRowsPerRecord = 1 << 20
+
+// manyRows reports whether mapper m may emit more than one row per record:
+// every mapper but the built-in identity, where and select.
+func manyRows(m Mapper) bool {
+	switch baseMapper(m).(type) {
+	case identity, *selectMapper:
+		return false
+	}
+	return true
 }
 
 // callMapper runs the mapper; a panic in it (user code) is the record's

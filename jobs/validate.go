@@ -52,6 +52,12 @@ func checkValue(k, v *yaml.Node, t reflect.Type, path string) error {
 			return bad("want a mapping of keys")
 		}
 	case reflect.Slice:
+		if t == reflect.TypeOf(Derive{}) {
+			if v.Kind != yaml.MappingNode {
+				return bad("want a mapping of column names to expressions")
+			}
+			return nil
+		}
 		if t == reflect.TypeOf(StringList{}) && v.Kind == yaml.MappingNode {
 			return bad("want a list of strings (or one comma-separated string)")
 		}

@@ -38,6 +38,12 @@ type Config struct {
 	// columns, its log timestamp: a record outside is refused with
 	// ErrTimeRange and not written (the zero value bounds nothing).
 	TimeRange TimeRange
+	// ManyRows: a record may have many rows, written one after the other
+	// with the same offset and increasing format.Meta.Row (0 … n-1); a file
+	// is then never ended within a record (it may exceed MaxRecords or
+	// MaxFileBytes by the rest of the record's rows), so that the rows of
+	// an offset lie in one file.
+	ManyRows bool
 	// Budget bounds the rows the open files buffer in memory, together
 	// with those of the other writers sharing it (see MemoryBudget); nil:
 	// each Parquet file buffers up to a row group (Format.RowGroupRows,
@@ -60,6 +66,8 @@ type SplitWriter struct {
 	recent  *openFile            // the file of the last record, if still open
 	done    []File
 	last    int64
+	lastRow int32     // Meta.Row of the last row written (ManyRows)
+	full    *openFile // ManyRows: a full file, closed before the next offset's row
 	seq     int
 	closed  bool // no more writes: files closed for the commit, or aborted
 	// finished: committed, lost or aborted (a commit refused with
@@ -219,7 +227,7 @@ func (w *SplitWriter) put(of *openFile, row *avrocodec.Row, value map[string]any
 	if report {
 		w.cfg.Budget.report(of, n, seq)
 	}
-	return w.wrote(of, err, meta.Offset, records, full)
+	return w.wrote(of, err, meta.Offset, meta.Row, records, full)
 }
 
 // writeTo writes row (if not nil) or value to fw.
@@ -246,8 +254,19 @@ func (w *SplitWriter) check(meta format.Meta) (format.Meta, error) {
 		meta.Topic = w.split.Topic
 		meta.Partition = w.split.Partition
 	}
-	if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
+	if w.cfg.ManyRows && meta.Offset == w.last && meta.Offset >= w.split.Start {
+		if meta.Row <= w.lastRow {
+			return meta, fmt.Errorf("%w: row %d of offset %d is not after row %d", ErrSplit, meta.Row, meta.Offset, w.lastRow)
+		}
+	} else if meta.Offset < w.split.Start || meta.Offset >= w.split.End || meta.Offset <= w.last {
 		return meta, fmt.Errorf("%w: offset %d is outside %s or not after %d", ErrSplit, meta.Offset, w.split, w.last)
+	} else if !w.cfg.ManyRows && meta.Row != 0 {
+		return meta, fmt.Errorf("%w: row %d of offset %d: the writer takes one row per record (Config.ManyRows)", ErrSplit, meta.Row, meta.Offset)
+	}
+	if of := w.full; of != nil && meta.Offset > of.last {
+		if err := w.closeFile(of); err != nil { // clears w.full
+			return meta, err
+		}
 	}
 	if w.cfg.Format.MetadataColumns {
 		if err := w.cfg.TimeRange.Check("the log timestamp (the _timestamp column)", meta.Timestamp); err != nil {
@@ -286,7 +305,7 @@ func (w *SplitWriter) fileFor(dir string, schema avro.Schema, offset int64) (*op
 // wrote accounts for a record written to of (err nil) or refused, and
 // rotates a full file. records is the file's count after the write, full
 // whether it reached a limit.
-func (w *SplitWriter) wrote(of *openFile, err error, offset, records int64, full bool) error {
+func (w *SplitWriter) wrote(of *openFile, err error, offset int64, row int32, records int64, full bool) error {
 	if err != nil {
 		if records == 0 && errors.Is(err, avrocodec.ErrBadValue) {
 			// keep the empty file: it will take the next record
@@ -298,7 +317,11 @@ func (w *SplitWriter) wrote(of *openFile, err error, offset, records int64, full
 		of.first = offset
 	}
 	of.last = offset
-	w.last = offset
+	w.last, w.lastRow = offset, row
+	if full && w.cfg.ManyRows {
+		w.full = of // the record may have more rows: close it before the next offset's
+		return nil
+	}
 	if full {
 		return w.closeFile(of)
 	}
@@ -356,6 +379,9 @@ func (w *SplitWriter) closeFile(of *openFile) error {
 	delete(w.open, of.dir)
 	if w.recent == of {
 		w.recent = nil
+	}
+	if w.full == of {
+		w.full = nil
 	}
 	if err := w.shut(of); err != nil {
 		return fmt.Errorf("writers: closing %s: %w", of.temp, err)
@@ -418,7 +444,7 @@ func (w *SplitWriter) abortOpen() {
 		w.shut(of)
 	}
 	w.open = map[string]*openFile{}
-	w.recent = nil
+	w.recent, w.full = nil, nil
 }
 
 // Abort gives the attempt up and deletes its temporaries (see

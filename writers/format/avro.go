@@ -22,6 +22,7 @@ type avroWriter struct {
 	scratch []byte                // a row of WriteAvroRow
 	checked *avrocodec.Projection // the last projection found to match fp
 	meta    bool
+	rowCol  bool // the _row column (Options.RowColumn)
 	micros  bool
 	fp      [32]byte // of the rows' schema (before the metadata fields)
 	records int64
@@ -33,6 +34,11 @@ type avroWriter struct {
 // columns (_topic string, _partition int, _offset long, _timestamp
 // timestamp-millis or -micros).
 func WithMetadataFields(s avro.Schema, micros bool) (avro.Schema, error) {
+	return withMetadataFields(s, Options{MetadataColumns: true, TimestampMicros: micros})
+}
+
+// withMetadataFields is WithMetadataFields for opts, which may add _row.
+func withMetadataFields(s avro.Schema, opts Options) (avro.Schema, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("format: schema: %w", err)
@@ -44,14 +50,13 @@ func WithMetadataFields(s avro.Schema, micros bool) (avro.Schema, error) {
 	fields, _ := m["fields"].([]any)
 	for _, f := range fields {
 		if fm, ok := f.(map[string]any); ok {
-			switch fm["name"] {
-			case ColTopic, ColPartition, ColOffset, ColTimestamp:
-				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, fm["name"])
+			if name, _ := fm["name"].(string); opts.metaClash(name) {
+				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, name)
 			}
 		}
 	}
 	lt := "timestamp-millis"
-	if micros {
+	if opts.TimestampMicros {
 		lt = "timestamp-micros"
 	}
 	fields = append(fields,
@@ -60,6 +65,9 @@ func WithMetadataFields(s avro.Schema, micros bool) (avro.Schema, error) {
 		map[string]any{"name": ColOffset, "type": "long"},
 		map[string]any{"name": ColTimestamp, "type": map[string]any{"type": "long", "logicalType": lt}},
 	)
+	if opts.rowColumn() {
+		fields = append(fields, map[string]any{"name": ColRow, "type": "int"})
+	}
 	m["fields"] = fields
 	out, err := json.Marshal(m)
 	if err != nil {
@@ -87,7 +95,7 @@ func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, 
 	fp := schema.Fingerprint() // of the rows' schema, without the metadata fields
 	if opts.MetadataColumns {
 		var err error
-		if schema, err = WithMetadataFields(schema, opts.TimestampMicros); err != nil {
+		if schema, err = withMetadataFields(schema, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +105,7 @@ func newAvroWriter(w io.Writer, schema avro.Schema, opts Options) (*avroWriter, 
 	if err != nil {
 		return nil, fmt.Errorf("format: avro: %w", err)
 	}
-	a := &avroWriter{cw: cw, enc: enc, schema: schema, meta: opts.MetadataColumns, micros: opts.TimestampMicros, fp: fp}
+	a := &avroWriter{cw: cw, enc: enc, schema: schema, meta: opts.MetadataColumns, rowCol: opts.rowColumn(), micros: opts.TimestampMicros, fp: fp}
 	a.rec = avro.NewEncoderForSchema(schema, &a.buf)
 	a.lastN = cw.n
 	return a, nil
@@ -109,6 +117,9 @@ func (a *avroWriter) Write(value map[string]any, meta Meta) error {
 		value[ColPartition] = meta.Partition
 		value[ColOffset] = meta.Offset
 		value[ColTimestamp] = meta.Timestamp
+		if a.rowCol {
+			value[ColRow] = meta.Row
+		}
 	}
 	a.buf.Reset()
 	if err := a.rec.Encode(value); err != nil {
@@ -149,6 +160,9 @@ func (a *avroWriter) WriteAvroRow(row *avrocodec.Row, meta Meta) error {
 			b = avrocodec.AppendLong(b, meta.Timestamp.UnixMicro())
 		} else {
 			b = avrocodec.AppendLong(b, meta.Timestamp.UnixMilli())
+		}
+		if a.rowCol {
+			b = avrocodec.AppendLong(b, int64(meta.Row))
 		}
 	}
 	a.scratch = b

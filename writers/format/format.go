@@ -40,6 +40,10 @@ type Options struct {
 	// MetadataColumns adds _topic, _partition, _offset and _timestamp to
 	// every row.
 	MetadataColumns bool
+	// RowColumn adds, with MetadataColumns, _row (int): the row's index
+	// among the rows of its record (0 … n-1), for mappers that emit many
+	// rows per record; (_partition, _offset, _row) is then a row's key.
+	RowColumn bool
 	// TimestampMicros writes the _timestamp column as TIMESTAMP(MICROS)
 	// instead of TIMESTAMP(MILLIS). Record fields keep their Avro unit.
 	TimestampMicros bool
@@ -51,6 +55,8 @@ type Meta struct {
 	Partition int32
 	Offset    int64
 	Timestamp time.Time
+	// Row is the row's index among its record's rows (the _row column).
+	Row int32
 }
 
 // Writer writes the records of one file. It is not safe for concurrent use.
@@ -163,4 +169,20 @@ const (
 	ColPartition = "_partition"
 	ColOffset    = "_offset"
 	ColTimestamp = "_timestamp"
+	ColRow       = "_row"
 )
+
+// rowColumn reports whether opts add the _row column.
+func (o Options) rowColumn() bool { return o.MetadataColumns && o.RowColumn }
+
+// metaClash reports whether a field named name clashes with a metadata
+// column of opts.
+func (o Options) metaClash(name string) bool {
+	switch name {
+	case ColTopic, ColPartition, ColOffset, ColTimestamp:
+		return o.MetadataColumns
+	case ColRow:
+		return o.rowColumn()
+	}
+	return false
+}

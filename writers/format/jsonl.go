@@ -23,6 +23,7 @@ type jsonWriter struct {
 	fields  []string
 	fns     []avrocodec.JSONFn // nil entries need no conversion
 	meta    bool
+	rowCol  bool // the _row column (Options.RowColumn)
 	micros  bool
 	records int64
 	// estimate of the compressed size of what is still buffered
@@ -31,7 +32,7 @@ type jsonWriter struct {
 }
 
 func newJSONWriter(w io.Writer, schema avro.Schema, opts Options) (*jsonWriter, error) {
-	j := &jsonWriter{cw: &countingWriter{w: w}, meta: opts.MetadataColumns, micros: opts.TimestampMicros}
+	j := &jsonWriter{cw: &countingWriter{w: w}, meta: opts.MetadataColumns, rowCol: opts.rowColumn(), micros: opts.TimestampMicros}
 	var sink io.Writer = j.cw
 	switch opts.Compression {
 	case "gzip":
@@ -217,6 +218,9 @@ func (j *jsonWriter) Write(value map[string]any, meta Meta) error {
 			layout = "2006-01-02T15:04:05.000000Z07:00"
 		}
 		value[ColTimestamp] = meta.Timestamp.UTC().Format(layout)
+		if j.rowCol {
+			value[ColRow] = meta.Row
+		}
 	}
 	before := j.cw.n
 	if err := j.enc.Encode(value); err != nil {

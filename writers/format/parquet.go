@@ -40,6 +40,7 @@ type parquetWriter struct {
 	fp       [32]byte // of the record schema
 	nfields  int
 	meta     bool
+	rowCol   bool // the _row column (Options.RowColumn)
 	tsMicros bool
 	groupLen int
 	// groupBytes ends a row group early once the builders hold this much
@@ -85,8 +86,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 			unit = arrow.Microsecond
 		}
 		for _, f := range fields {
-			switch f.Name {
-			case ColTopic, ColPartition, ColOffset, ColTimestamp:
+			if opts.metaClash(f.Name) {
 				return nil, fmt.Errorf("%w: field %q clashes with a metadata column", avrocodec.ErrUnsupportedSchema, f.Name)
 			}
 		}
@@ -96,6 +96,9 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 			arrow.Field{Name: ColOffset, Type: arrow.PrimitiveTypes.Int64},
 			arrow.Field{Name: ColTimestamp, Type: &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}},
 		)
+		if opts.rowColumn() {
+			fields = append(fields, arrow.Field{Name: ColRow, Type: arrow.PrimitiveTypes.Int32})
+		}
 	}
 	as = arrow.NewSchema(fields, nil)
 	groupLen := opts.RowGroupRows
@@ -142,7 +145,7 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 	mem.acquire()
 	pw := &parquetWriter{
 		cw: cw, wprops: wprops, rb: array.NewRecordBuilder(mem, as), mem: mem,
-		fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns,
+		fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns, rowCol: opts.rowColumn(),
 		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
 	pw.dict = make([]map[string]int32, len(fields))
@@ -204,6 +207,9 @@ func (p *parquetWriter) appendMeta(meta Meta) {
 			ts = meta.Timestamp.UnixMicro()
 		}
 		p.rb.Field(n + 3).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
+		if p.rowCol {
+			p.rb.Field(n + 4).(*array.Int32Builder).Append(meta.Row)
+		}
 	}
 }
 
