@@ -206,10 +206,11 @@ func TestClusterHighWatermarkLag(t *testing.T) {
 		if hw >= leo {
 			t.Errorf("the scenario's premise: follower %d's checkpointed high watermark %d is not behind its log end %d", follower, hw, leo)
 		}
-		c.brokers[follower].Restart(t)
-		// Past the killed process's session: the controller has seen it
-		// die (and dropped it from the ISR) and the new one registered.
+		// Past the killed process's session: the controller sees it die
+		// (and drops it from the ISR), and the new process registers at
+		// once instead of waiting for the old session to expire.
 		time.Sleep(clusterSession + time.Second)
+		c.brokers[follower].Restart(t)
 		c.waitBrokers(c.ids()...)
 		step(t, started, "follower %d restarted and registered", follower)
 		c.fullISR(topic, 1, v.Leader, c.ids()...)
