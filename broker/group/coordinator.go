@@ -60,6 +60,17 @@ type Storage interface {
 	MaxBatchBytes() int
 }
 
+// StagedStorage is a Storage whose appends commit later (a cluster's
+// replicated append): AppendStaged appends and returns wait, which blocks
+// until the records are committed (nil) or returns the failure (wrapping a
+// *kerr.Error for the client's code). In a Clustered coordinator an
+// OffsetCommit calls wait without holding the coordinator's lock, so a
+// slow ISR holds up only the committing group's commits; the group's
+// commits stay in order.
+type StagedStorage interface {
+	AppendStaged(partition int32, batch []byte) (wait func() error, err error)
+}
+
 // Options configure a Coordinator. Zero fields take Kafka's defaults.
 type Options struct {
 	Storage Storage
@@ -150,6 +161,13 @@ type Coordinator struct {
 	// pending holds the offsets of open transactions (TxnOffsetCommit),
 	// by producer id, then group (txn_offsets.go).
 	pending map[int64]map[string]map[topicPartition]committed
+	// committing marks a group with a staged commit waiting for its
+	// storage (StagedStorage); its channel is closed when it is applied.
+	committing map[string]chan struct{}
+	// loads counts the loads and drops of each offsets partition: a
+	// staged commit whose partition was dropped or loaded again meanwhile
+	// is not applied (this broker's view of the group is gone).
+	loads map[int32]uint64
 
 	generations atomic.Int64 // generations formed (rebalances completed), for metrics
 	commits     atomic.Int64 // offsets committed, for metrics
@@ -191,6 +209,7 @@ func New(opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("group: Options.Storage is required")
 	}
 	c := &Coordinator{opts: opts, clock: opts.Clock, logger: opts.Logger, groups: map[string]*group{}, pending: map[int64]map[string]map[topicPartition]committed{},
+		committing: map[string]chan struct{}{}, loads: map[int32]uint64{},
 		timers:   deadlineQueue{slot: func(g *group) *queueSlot { return &g.timer }},
 		expiries: deadlineQueue{slot: func(g *group) *queueSlot { return &g.expiry }}}
 	c.lastExpiry = c.clock.Now()

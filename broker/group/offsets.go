@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/internal/recbatch"
 )
 
 // CommitOffsets serves OffsetCommit. A commit with generation -1 and no
@@ -26,6 +28,11 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	staged, isStaged := c.opts.Storage.(StagedStorage)
+	if c.opts.Clustered && isStaged {
+		c.commitStaged(req, ans, staged)
+		return resp
+	}
 	now := c.clock.Now()
 	g, code := c.committerLocked(req, now)
 	if code != 0 {
@@ -39,6 +46,92 @@ func (c *Coordinator) CommitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetC
 	}
 	c.applyCommits(g, req.Group, ok, now)
 	return resp
+}
+
+// commitStaged is CommitOffsets over a StagedStorage (c.mu held on entry
+// and exit, released while the append commits): the checks and the append
+// as above, then the wait without the lock, then the stored offsets
+// applied — unless the group's offsets partition was dropped or loaded
+// again meanwhile (NOT_COORDINATOR: the records are in the log the next
+// coordinator loads). One staged commit per group at a time keeps a
+// group's commits applied in the order of their records.
+func (c *Coordinator) commitStaged(req *kmsg.OffsetCommitRequest, ans *commitAnswer, st StagedStorage) {
+	for {
+		busy := c.committing[req.Group]
+		if busy == nil {
+			break
+		}
+		c.mu.Unlock()
+		<-busy
+		c.mu.Lock()
+	}
+	now := c.clock.Now()
+	g, code := c.committerLocked(req, now)
+	if code != 0 {
+		ans.all(code)
+		return
+	}
+	ok, recs := c.acceptCommits(req, ans, now)
+	if len(ok) == 0 {
+		return
+	}
+	if grow := c.commitGrowth(g, req.Group, ok); grow > 0 && c.mem.used+grow > c.opts.MaxCoordinatorBytes {
+		c.logger.Warn("offset commit refused: the coordinator holds group.coordinator.max.bytes; the client gets INVALID_COMMIT_OFFSET_SIZE",
+			"group", req.Group, "partitions", len(ok), "need", c.mem.used+grow, "limit", c.opts.MaxCoordinatorBytes)
+		ans.refuse(ok, kerr.InvalidCommitOffsetSize.Code)
+		return
+	}
+	if err := c.ensurePartitions(); err != nil {
+		c.logger.Error("store offsets", "group", req.Group, "err", err)
+		ans.refuse(ok, kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	p := partitionFor(req.Group, c.partitions)
+	batch := recbatch.Encode(toBatchRecords(recs), now.UnixMilli(), recbatch.NoProducer)
+	if limit := c.opts.Storage.MaxBatchBytes(); limit > 0 && len(batch) > limit {
+		c.logger.Warn("offset commit refused: its records do not fit one batch of the offsets topic; the client gets INVALID_COMMIT_OFFSET_SIZE",
+			"group", req.Group, "partitions", len(ok), "bytes", len(batch), "limit", limit)
+		ans.refuse(ok, kerr.InvalidCommitOffsetSize.Code)
+		return
+	}
+	wait, err := st.AppendStaged(p, batch)
+	if err == nil && wait != nil {
+		done := make(chan struct{})
+		c.committing[req.Group] = done
+		loads := c.loads[p]
+		c.mu.Unlock()
+		err = wait()
+		c.mu.Lock()
+		delete(c.committing, req.Group)
+		close(done)
+		switch now = c.clock.Now(); {
+		case err != nil:
+		case c.loads[p] != loads:
+			ans.refuse(ok, kerr.NotCoordinator.Code)
+			return
+		case g != nil && c.groups[req.Group] != g:
+			// Deleted (its tombstones follow the commit in the log) or
+			// expired meanwhile: as Kafka does for a dead group, the
+			// offsets are not applied; the client may commit again.
+			ans.refuse(ok, kerr.CoordinatorNotAvailable.Code)
+			return
+		default:
+			g = c.groups[req.Group]
+		}
+	}
+	if err != nil {
+		c.logger.Error("store offsets", "group", req.Group, "err", err)
+		code := kerr.CoordinatorNotAvailable.Code
+		if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+			code = ke.Code
+		}
+		if errors.Is(err, ErrRecordTooLarge) {
+			code = kerr.InvalidCommitOffsetSize.Code
+		}
+		ans.refuse(ok, code)
+		return
+	}
+	c.applyCommits(g, req.Group, ok, now)
 }
 
 // commitAnswer is the error code of each partition entry of an

@@ -47,6 +47,7 @@ func (c *Coordinator) DropPartition(p int32) {
 }
 
 func (c *Coordinator) dropLocked(p int32) {
+	c.loads[p]++
 	if c.partitions == 0 {
 		return
 	}

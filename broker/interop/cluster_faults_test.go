@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/group"
 )
 
 // The fault scenarios of issue 20, each on three `sluice broker
@@ -206,10 +208,11 @@ func TestClusterHighWatermarkLag(t *testing.T) {
 		if hw >= leo {
 			t.Errorf("the scenario's premise: follower %d's checkpointed high watermark %d is not behind its log end %d", follower, hw, leo)
 		}
-		c.brokers[follower].Restart(t)
-		// Past the killed process's session: the controller has seen it
-		// die (and dropped it from the ISR) and the new one registered.
+		// Past the killed process's session: the controller sees it die
+		// (and drops it from the ISR), and the new process registers at
+		// once instead of waiting for the old session to expire.
 		time.Sleep(clusterSession + time.Second)
+		c.brokers[follower].Restart(t)
 		c.waitBrokers(c.ids()...)
 		step(t, started, "follower %d restarted and registered", follower)
 		c.fullISR(topic, 1, v.Leader, c.ids()...)
@@ -249,29 +252,65 @@ func TestClusterHighWatermarkLag(t *testing.T) {
 // then killed and the followers (out of the ISR) restarted: with unclean
 // leader election off neither is ever elected — the partition stays
 // offline — until the last ISR member returns and leads. After healing
-// nothing acknowledged is lost.
+// nothing acknowledged is lost. An OffsetCommit to a group whose
+// __consumer_offsets partition has shrunk alike is refused
+// COORDINATOR_NOT_AVAILABLE, its committed offset unchanged.
 func TestClusterMinISRAndCleanElection(t *testing.T) {
 	started := time.Now()
-	c := startBrokerCluster(t, 3)
+	c := startBrokerCluster(t, 3, "min.insync.replicas=2", "offsets.topic.num.partitions=6") // min ISR of the internal topics too
+	step(t, started, "cluster up")
 	h := newClusterHistory(t)
 	topic := faultTopic(t, c, "minisr", map[string]string{"unclean.leader.election.enable": "false"})
 	prod := h.producers(faultProducer(c), topic, 2)
 	t.Cleanup(prod.halt)
+	c.findCoordinator(newTopicName("probe")) // creates __consumer_offsets
+	offsets := c.waitLeaders(group.OffsetsTopic, 6, c.ids()...)
+	step(t, started, "%s has its leaders", group.OffsetsTopic)
 
 	v := c.fullISR(topic, 1, c.ids()[0], c.ids()...)[0]
 	leader := v.Leader
 	followers := others(c.ids(), leader)
+	// A group coordinated by the leader: its offsets partition shrinks to
+	// ISR={leader} with the data partition.
+	var groupID string
+	var groupPart int32
+	for i := 0; groupID == ""; i++ {
+		id := fmt.Sprintf("minisr-group-%d", i)
+		if p := group.PartitionFor(id, int32(len(offsets))); offsets[p].Leader == leader {
+			groupID, groupPart = id, p
+		}
+	}
+	if code := c.offsetCommit(leader, groupID, topic, map[int32]int64{0: 1}); code != 0 {
+		t.Fatalf("OffsetCommit with the full ISR: %v", kerr.ErrorForCode(code))
+	}
 	prod.awaitAcked(100, "before the followers' kill")
 	for _, id := range followers {
 		c.brokers[id].Kill()
 	}
 	c.fullISR(topic, 1, leader, leader)
+	step(t, started, "followers %v killed, ISR={%d}", followers, leader)
 	eventually(t, 20*time.Second, "acks=all refused below min.insync.replicas", func() error {
 		if code := c.produceCode(leader, topic, 0); code != kerr.NotEnoughReplicas.Code {
 			return fmt.Errorf("produce code %v", kerr.ErrorForCode(code))
 		}
 		return nil
 	})
+	// A commit below the offsets topic's min ISR is refused as Kafka's
+	// coordinator refuses it (NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE),
+	// and the committed offset stays.
+	eventually(t, 20*time.Second, "OffsetCommit refused below min.insync.replicas", func() error {
+		if pv, err := c.topicView(leader, group.OffsetsTopic); err != nil || !slices.Equal(pv[groupPart].ISR, []int32{leader}) {
+			return fmt.Errorf("%s-%d: %+v %v", group.OffsetsTopic, groupPart, pv[groupPart], err)
+		}
+		if code := c.offsetCommit(leader, groupID, topic, map[int32]int64{0: 2}); code != kerr.CoordinatorNotAvailable.Code {
+			return fmt.Errorf("OffsetCommit code %v", kerr.ErrorForCode(code))
+		}
+		return nil
+	})
+	step(t, started, "OffsetCommit refused")
+	if got, code := c.offsetFetch(leader, groupID, topic); code != 0 || got[0] != 1 {
+		t.Errorf("committed offset after the refused commit: %v (code %v), want 1", got, kerr.ErrorForCode(code))
+	}
 	c.brokers[leader].Kill()
 	for _, id := range followers {
 		c.brokers[id].Restart(t)
@@ -292,7 +331,9 @@ func TestClusterMinISRAndCleanElection(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	step(t, started, "no unclean election")
 	ends := heal(t, c, topic, prod, leader)
+	step(t, started, "healed")
 	if got := c.fullISR(topic, 1, leader, c.ids()...)[0]; got.Epoch <= v.Epoch {
 		t.Errorf("leader epoch %d after healing, %d before", got.Epoch, v.Epoch)
 	}

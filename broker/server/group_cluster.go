@@ -13,10 +13,12 @@ package server
 //
 // The coordinator's appends (commits, group metadata) are replicated
 // appends waited for like acks=all (group_storage.go): a commit is answered
-// once the partition's ISR holds it, so the next coordinator has it.
-// Deviation from Kafka: the coordinator holds its lock across that wait
-// (Kafka parks the commit in a delayed operation), so a partition whose ISR
-// is slow stalls this broker's other groups for up to the commit timeout.
+// once the partition's ISR holds it, so the next coordinator has it. An
+// OffsetCommit waits without the coordinator's lock (group.StagedStorage;
+// the group's later commits queue behind it). Deviation from Kafka: the
+// other appends (a group's metadata at a rebalance, expiry and delete
+// tombstones) wait holding it, so a partition whose ISR is slow stalls this
+// broker's other groups for up to the commit timeout while they do.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

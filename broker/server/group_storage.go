@@ -87,20 +87,46 @@ func (it internalTopic) append(p int32, batch []byte) error {
 }
 
 func (it internalTopic) appendReplicated(m *replica.Manager, part *partition, batch []byte) error {
+	wait, err := it.stageReplicated(m, part, batch)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// stageReplicated appends batch as the partition's leader and returns the
+// wait for the ISR to hold it (at most coordinatorCommitTimeout).
+func (it internalTopic) stageReplicated(m *replica.Manager, part *partition, batch []byte) (wait func() error, err error) {
 	part.mu.Lock()
 	res, code, err := m.AppendLeader(it.name, part.tp.Partition, -1, batch, plog.CoordinatorAppend(batch))
 	part.mu.Unlock()
 	if code != 0 {
-		return coordinatorAppendError(it.name, part.tp.Partition, code)
+		return nil, coordinatorAppendError(it.name, part.tp.Partition, code)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	code = m.WaitAppended(context.Background(), it.name, part.tp.Partition, res.Epoch, res.LastOffset, coordinatorCommitTimeout)
-	if code != 0 {
-		return coordinatorAppendError(it.name, part.tp.Partition, code)
+	return func() error {
+		code := m.WaitAppended(context.Background(), it.name, part.tp.Partition, res.Epoch, res.LastOffset, coordinatorCommitTimeout)
+		if code != 0 {
+			return coordinatorAppendError(it.name, part.tp.Partition, code)
+		}
+		return nil
+	}, nil
+}
+
+// appendStaged is append whose commitment is waited for by the caller (a
+// nil wait: committed already, on a single node).
+func (it internalTopic) appendStaged(p int32, batch []byte) (wait func() error, err error) {
+	m := it.reg.coordinatorRepl.Load()
+	if m == nil {
+		return nil, it.append(p, batch)
 	}
-	return nil
+	part, err := it.partition(p)
+	if err != nil {
+		return nil, err
+	}
+	return it.stageReplicated(m, part, batch)
 }
 
 // coordinatorAppendError maps the code of a failed replicated append to
@@ -186,6 +212,18 @@ func (st offsetsStorage) Append(p int32, batch []byte) error {
 		return err
 	}
 	return nil
+}
+
+var _ group.StagedStorage = offsetsStorage{}
+
+// AppendStaged is Append whose replication (cluster mode) the coordinator
+// waits for without its lock.
+func (st offsetsStorage) AppendStaged(p int32, batch []byte) (func() error, error) {
+	wait, err := st.topic().appendStaged(p, batch)
+	if errors.Is(err, plog.ErrBatchTooLarge) {
+		return nil, fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
+	}
+	return wait, err
 }
 
 func (st offsetsStorage) Read(p int32, from int64, maxBytes int) ([]byte, error) {
