@@ -24,7 +24,8 @@ import (
 // ended while the broker process carries the test hook
 // server.CrashAfterMarkersEnv, so the process SIGKILLs itself after its
 // PrepareCommit (or PrepareAbort) record and k of the 9 markers (k = 0, 3,
-// 7; the first goes to __consumer_offsets). On restart the coordinator
+// 7; every k for both outcomes with SLUICE_TXN_CRASH_ALL=1; the first
+// marker goes to __consumer_offsets). On restart the coordinator
 // completes the transaction before it listens: every partition holds the
 // outcome's marker (its last stable offset is its end: the 8 records, the
 // marker, and on the partitions marked before the crash that marker
@@ -35,10 +36,20 @@ import (
 // a new transaction.
 func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 	const partitions, perPartition = 8, 8
-	for _, c := range []struct {
+	type crashCase struct {
 		commit  bool
 		markers int
-	}{{true, 0}, {true, 3}, {false, 7}} {
+	}
+	cases := []crashCase{{true, 0}, {true, 3}, {false, 7}}
+	if os.Getenv("SLUICE_TXN_CRASH_ALL") != "" { // every k of the 9 markers, both outcomes
+		cases = nil
+		for _, commit := range []bool{true, false} {
+			for k := 0; k <= partitions; k++ {
+				cases = append(cases, crashCase{commit, k})
+			}
+		}
+	}
+	for _, c := range cases {
 		t.Run(fmt.Sprintf("commit=%v/markers=%d", c.commit, c.markers), func(t *testing.T) {
 			t.Setenv(server.CrashAfterMarkersEnv, fmt.Sprint(c.markers))
 			s := kafka.StartSluice(t)

@@ -16,6 +16,8 @@
 #
 #   make test-txn-franz                            50,000 records (about 20 s on 2 cores)
 #   make test-txn-franz TXN_FRANZ_RECORDS=500000   franz-go's default size
+#   GOFLAGS=-race make test-txn-franz BIN=/tmp/sluice-race
+#                                                  the broker built with -race (a race it reports fails the target)
 
 TXN_FRANZ_RECORDS ?= 50000
 TXN_FRANZ_RUN     ?= Txn
@@ -42,6 +44,9 @@ test-txn-franz: build
 	cd "$$tmp" && KGO_SEEDS=$$addr KGO_TEST_RF=1 KGO_TEST_RECORDS=$(TXN_FRANZ_RECORDS) KGO_TEST_UNSAFE=1 KGO_LOG_LEVEL=none \
 	  timeout $(TXN_FRANZ_TIMEOUT) ./kgo.test -test.run '$(TXN_FRANZ_RUN)' -test.v -test.count 1 -test.timeout $$(( $(TXN_FRANZ_TIMEOUT) - 10 ))s >"$$tmp/kgo.log" 2>&1; rc=$$?; \
 	grep -E '^ *--- (PASS|FAIL|SKIP)' "$$tmp/kgo.log"; \
+	if grep -q 'WARNING: DATA RACE' "$$tmp/broker.log"; then \
+	  echo "test-txn-franz: the broker (built with -race) reported a data race:"; grep -A40 'WARNING: DATA RACE' "$$tmp/broker.log" | head -120; exit 1; \
+	fi; \
 	if [ $$rc -ne 0 ] || ! grep -q -- '^--- PASS: TestTxnEtl ' "$$tmp/kgo.log"; then \
 	  echo "test-txn-franz: FAILED (exit $$rc) after $$(( $$(date +%s) - start ))s; the kgo output's end:"; tail -80 "$$tmp/kgo.log"; \
 	  echo "test-txn-franz: the broker's log's end:"; tail -30 "$$tmp/broker.log"; exit 1; \
