@@ -32,6 +32,14 @@ func runSplit(args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
+// cancelOnWrite is a writer that calls cancel at its first write.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c()
+	return len(p), nil
+}
+
 // txnFixture is a broker with topic "tx" (2 partitions) holding, from
 // transactional id "tx-done", a committed, an aborted and a committed
 // transaction of 3 records each, then an open transaction of 3 records
@@ -200,11 +208,11 @@ func TestBenchProduceTransactional(t *testing.T) {
 	// whole transactions only.
 	root := newRootCommand()
 	root.SetArgs([]string{"bench", "produce", "--bootstrap", addr, "-t", "benchint", "--partitions", "1", "--records", "5000000",
-		"--record-size", "10", "--transactional-id", "bench-int", "--txn-records", "1000"})
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
+		"--record-size", "10", "--transactional-id", "bench-int", "--txn-records", "1000", "--report-interval", "100ms"})
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel) // the run needs seconds: it is interrupted mid-way
+	defer cancel()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(cancelOnWrite(cancel)) // interrupted at its first progress line
 	if err := root.ExecuteContext(ctx); err == nil {
 		t.Fatal("bench produce of 5,000,000 records not interrupted")
 	}
