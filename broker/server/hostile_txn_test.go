@@ -447,7 +447,9 @@ func TestTxnEndTxnStorm(t *testing.T) {
 // principal without ClusterAction, and writes nothing: the transaction
 // stays open (its record invisible to read_committed) until its producer
 // aborts it. One naming 100,000 partitions gets as many refusals within 32
-// MiB allocated by the server.
+// MiB allocated by the server; one of 1,000,000 (a 4 MB request) within 128
+// MiB (74 MB: the answer's entries; 148 MB before the handler sized its
+// answer's slices up front).
 func TestTxnForgedMarkers(t *testing.T) {
 	ts := startServer(t, "", nil)
 	failOnPanic(t, ts)
@@ -470,11 +472,15 @@ func TestTxnForgedMarkers(t *testing.T) {
 		req.Markers = append(req.Markers, m)
 		return req
 	}
-	many := make([]int32, 100_000)
 	for _, c := range []struct {
 		name       string
 		partitions []int32
-	}{{"a COMMIT marker for the open transaction", []int32{0}}, {"markers for 100,000 partitions", many}} {
+		allocBound uint64
+	}{
+		{"a COMMIT marker for the open transaction", []int32{0}, 1 << 20},
+		{"markers for 100,000 partitions", make([]int32, 100_000), 32 << 20},
+		{"markers for 1,000,000 partitions (a 4 MB request)", make([]int32, 1_000_000), 128 << 20},
+	} {
 		answer, alloc := measuredCall(t, ts.addr, forge(c.partitions))
 		r := answer.(*kmsg.WriteTxnMarkersResponse)
 		n := 0
@@ -491,8 +497,8 @@ func TestTxnForgedMarkers(t *testing.T) {
 		if n != len(c.partitions) {
 			t.Errorf("%s: %d answers for %d partitions", c.name, n, len(c.partitions))
 		}
-		if alloc > 32<<20 {
-			t.Errorf("%s: %d bytes allocated, bound 32 MiB", c.name, alloc)
+		if alloc > c.allocBound {
+			t.Errorf("%s: %d bytes allocated, bound %d", c.name, alloc, c.allocBound)
 		}
 		t.Logf("%s: %d answers CLUSTER_AUTHORIZATION_FAILED, %d KiB allocated", c.name, n, alloc>>10)
 	}
@@ -661,4 +667,65 @@ func TestTxnHostileManyIDs(t *testing.T) {
 		t.Errorf("live heap grew by %d bytes for 300 ids of 1,000 bytes (bound 16 MiB)", grew)
 	}
 	t.Logf("InitProducerId answers: %v", codes)
+}
+
+// TestTxnHostileAdminLists: the transaction admin APIs with 4 MB requests
+// of tiny entries (frame bound: 4 MiB). Bounds, of the server's
+// allocations: 128 MiB per request (~32 bytes per request byte; kmsg's
+// decoding alone is 16 bytes per 1-byte string). ListTransactions with
+// 3,900,000 unknown state names allocated 650 MB (an error value per name,
+// and every name answered back): each distinct unknown name is now
+// answered once.
+func TestTxnHostileAdminLists(t *testing.T) {
+	ts := startServer(t, "", nil)
+	failOnPanic(t, ts)
+	createTopic(t, newClient(t, ts.addr), "admin-lists", 1)
+	pid, epoch := initTxnProducer(t, ts, "listed")
+	if r := roundTrip(t, ts.addr, addPartitionsReq("listed", pid, epoch, "admin-lists", []int32{0})).(*kmsg.AddPartitionsToTxnResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partition: %s", codeName(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	const bound = 128 << 20
+	check := func(name string, alloc uint64) {
+		t.Helper()
+		if alloc > bound {
+			t.Errorf("%s: %d bytes allocated, bound %d", name, alloc, bound)
+		}
+		t.Logf("%s: %d KiB allocated", name, alloc>>10)
+	}
+
+	list := kmsg.NewPtrListTransactionsRequest()
+	list.SetVersion(1)
+	list.StateFilters = append(make([]string, 3_900_000), "Ongoing", "nonsense")
+	answer, alloc := measuredCall(t, ts.addr, list)
+	check("ListTransactions, 3,900,000 empty state names and Ongoing", alloc)
+	lr := answer.(*kmsg.ListTransactionsResponse)
+	if lr.ErrorCode != 0 || strings.Join(lr.UnknownStateFilters, ",") != ",nonsense" || len(lr.TransactionStates) != 1 || lr.TransactionStates[0].TransactionalID != "listed" {
+		t.Errorf("ListTransactions: error %s, %d unknown state names (first %q), %d states, want [\"\" nonsense] and listed",
+			codeName(lr.ErrorCode), len(lr.UnknownStateFilters), lr.UnknownStateFilters[:min(3, len(lr.UnknownStateFilters))], len(lr.TransactionStates))
+	}
+
+	describe := kmsg.NewPtrDescribeTransactionsRequest()
+	describe.TransactionalIDs = append(make([]string, 3_900_000), "listed")
+	answer, alloc = measuredCall(t, ts.addr, describe)
+	check("DescribeTransactions, 3,900,000 empty ids and one known", alloc)
+	found := 0
+	for _, st := range answer.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+		if st.ErrorCode == 0 {
+			found++
+			if st.TransactionalID != "listed" || st.State != "Ongoing" {
+				t.Errorf("DescribeTransactions answered %+v", st)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("DescribeTransactions: %d ids found, want 1", found)
+	}
+
+	producers := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "admin-lists", make([]int32, 1_000_000)
+	producers.Topics = append(producers.Topics, rt)
+	_, alloc = measuredCall(t, ts.addr, producers)
+	check("DescribeProducers, partition 0 named 1,000,000 times", alloc)
+	stillServes(t, ts.addr, "4 MB transaction admin requests")
 }

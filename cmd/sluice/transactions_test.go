@@ -32,6 +32,14 @@ func runSplit(args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
+// cancelOnWrite is a writer that calls cancel at its first write.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c()
+	return len(p), nil
+}
+
 // txnFixture is a broker with topic "tx" (2 partitions) holding, from
 // transactional id "tx-done", a committed, an aborted and a committed
 // transaction of 3 records each, then an open transaction of 3 records
@@ -195,6 +203,30 @@ func TestBenchProduceTransactional(t *testing.T) {
 	if err != nil || !strings.Contains(out, "CompleteCommit") {
 		t.Errorf("describe bench-tx: %v\n%s", err, out)
 	}
+	// Interrupted (SIGINT cancels the command's context): the open
+	// transaction is aborted, not left to time out; read_committed sees
+	// whole transactions only.
+	root := newRootCommand()
+	root.SetArgs([]string{"bench", "produce", "--bootstrap", addr, "-t", "benchint", "--partitions", "1", "--records", "5000000",
+		"--record-size", "10", "--transactional-id", "bench-int", "--txn-records", "1000", "--report-interval", "100ms"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(cancelOnWrite(cancel)) // interrupted at its first progress line
+	if err := root.ExecuteContext(ctx); err == nil {
+		t.Fatal("bench produce of 5,000,000 records not interrupted")
+	}
+	out, _, err = runSplit("transactions", "describe", "--bootstrap", addr, "--json", "bench-int")
+	var d []kafka.Transaction
+	if err != nil || json.Unmarshal([]byte(out), &d) != nil || len(d) != 1 || (d[0].State != "CompleteAbort" && d[0].State != "CompleteCommit") {
+		t.Fatalf("after the interrupted benchmark: %v %s", err, out)
+	}
+	_, errOut, err = runSplit("consume", "--bootstrap", addr, "-t", "benchint", "-e", "--isolation", "read_committed", "-f", "%o\\n")
+	var n int
+	if err != nil || func() error { _, e := fmt.Sscanf(errOut, "consumed %d records", &n); return e }() != nil || n%1000 != 0 {
+		t.Errorf("read_committed after the interrupted benchmark: %v, %q (want whole transactions of 1000)", err, errOut)
+	}
+	t.Logf("interrupted benchmark: %d records in committed transactions, last transaction %s", n, d[0].State)
 	if _, _, err := runSplit("bench", "produce", "--bootstrap", addr, "--txn-records", "10"); err == nil || !strings.Contains(err.Error(), "--txn-records needs --transactional-id") {
 		t.Errorf("--txn-records without --transactional-id: %v", err)
 	}

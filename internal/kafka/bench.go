@@ -236,6 +236,10 @@ func produceTransactions(ctx context.Context, cl *kgo.Client, clk clock.Clock, o
 		// The end gets a context of its own: an interrupted run still
 		// aborts its open transaction rather than leaving it to time out.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if commit == kgo.TryAbort {
+			// franz-go ends a transaction only with nothing buffered.
+			_ = cl.AbortBufferedRecords(ectx)
+		}
 		err := cl.EndTransaction(ectx, commit)
 		cancel()
 		if err != nil {
