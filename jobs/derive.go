@@ -442,22 +442,36 @@ func newDerivedProjection(d *deriving, p *avrocodec.Projection) (*derivedProject
 
 // derive makes into dst the row of src with the derived columns.
 func (dp *derivedProjection) derive(src, dst *avrocodec.Row) (*avrocodec.Row, error) {
-	clear(dp.values)
-	for _, f := range dp.env {
-		v, err := src.InValue(f.in)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadRecord, err)
-		}
-		dp.values[f.name] = v
-	}
 	b := dp.buf[:0]
 	for _, i := range dp.p.Pick {
 		b = append(b, src.Field(i)...)
 	}
+	b, err := dp.appendColumns(src, b)
+	dp.buf = b
+	if err != nil {
+		return nil, err
+	}
+	if err := dp.out.Scan(dst, b); err != nil {
+		return nil, fmt.Errorf("%w: map.derive: %v", ErrBadRecord, err)
+	}
+	return dst, nil
+}
+
+// appendColumns appends to b the Avro encodings of the derived columns of
+// src, a row of dp.p.
+func (dp *derivedProjection) appendColumns(src *avrocodec.Row, b []byte) ([]byte, error) {
+	clear(dp.values)
+	for _, f := range dp.env {
+		v, err := src.InValue(f.in)
+		if err != nil {
+			return b, fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		dp.values[f.name] = v
+	}
 	for k, c := range dp.d.cols {
 		v, err := c.eval(dp.values, dp.types[k])
 		if err != nil {
-			return nil, err
+			return b, err
 		}
 		if v == nil {
 			b = append(b, 0) // the union's null
@@ -465,13 +479,9 @@ func (dp *derivedProjection) derive(src, dst *avrocodec.Row) (*avrocodec.Row, er
 		}
 		enc, err := avro.Marshal(deriveSchemas[dp.types[k]], v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: map.derive.%s %q: the result %v: %v", ErrBadRecord, c.Name, c.Expr, v, err)
+			return b, fmt.Errorf("%w: map.derive.%s %q: the result %v: %v", ErrBadRecord, c.Name, c.Expr, v, err)
 		}
 		b = append(append(b, 2), enc...) // the union's second branch
 	}
-	dp.buf = b
-	if err := dp.out.Scan(dst, b); err != nil {
-		return nil, fmt.Errorf("%w: map.derive: %v", ErrBadRecord, err)
-	}
-	return dst, nil
+	return b, nil
 }
