@@ -362,7 +362,11 @@ func (d *deriving) Schema(in avro.Schema) (avro.Schema, error) {
 
 func (d *deriving) Map(rec *Record, emit func(map[string]any) error) error {
 	types := d.types[rec.Schema]
-	return d.inner.Map(rec, func(row map[string]any) error {
+	var failed error // a column's failure stands, whatever the mapper makes of emit's error
+	err := d.inner.Map(rec, func(row map[string]any) error {
+		if failed != nil {
+			return failed
+		}
 		for i, c := range d.cols {
 			t := c.Type
 			if types != nil {
@@ -372,15 +376,23 @@ func (d *deriving) Map(rec *Record, emit func(map[string]any) error) error {
 			var err error
 			if t == "" { // schemaless rows, undeclared: the result as it is
 				if v, err = expr.Run(c.prog, row); err != nil {
-					return fmt.Errorf("%w: map.derive.%s %q: %v", ErrBadRecord, c.Name, c.Expr, err)
+					err = fmt.Errorf("%w: map.derive.%s %q: %v", ErrBadRecord, c.Name, c.Expr, err)
 				}
-			} else if v, err = c.eval(row, t); err != nil {
+			} else {
+				v, err = c.eval(row, t)
+			}
+			if err != nil {
+				failed = err
 				return err
 			}
 			row[c.Name] = v
 		}
 		return emit(row)
 	})
+	if failed != nil {
+		return failed
+	}
+	return err
 }
 
 // derivedProjection is map.derive on the columnar path, for rows of one

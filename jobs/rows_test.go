@@ -2,7 +2,9 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -11,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
@@ -153,4 +158,71 @@ func TestManyRowsKilledAndReplayedExactlyOnce(t *testing.T) {
 	}
 	xonce.check(t, xcounts, true)
 	t.Logf("explode: %d kills, %d completed runs, %d records, %d rows", kills, runs+1, sum(xcounts), len(xonce.holder))
+}
+
+// twiceMapper emits two rows per record, ignoring emit's errors, and
+// fails a 404 after emitting them.
+type twiceMapper struct{}
+
+func (twiceMapper) Schema(in avro.Schema) (avro.Schema, error) {
+	return jobs.ExtendSchema(in, [2]string{"copy", `"int"`})
+}
+
+func (twiceMapper) Map(rec *jobs.Record, emit func(map[string]any) error) error {
+	for i := 0; i < 2; i++ {
+		row := maps.Clone(rec.Value)
+		row["copy"] = i
+		_ = emit(row) // a careless mapper: the loader's refusal stands all the same
+	}
+	if rec.Value["status"] == 404 {
+		return errors.New("no 404s")
+	}
+	return nil
+}
+
+// A record whose mapper fails after emitting rows, or one of whose rows a
+// derived column fails on (the mapper ignoring emit's error), writes none
+// of its rows: on_bad_record skips it whole.
+func TestManyRowsBadRecordWritesNone(t *testing.T) {
+	jobs.RegisterMapper("twice", func(jobs.MapperConfig) (jobs.Mapper, error) { return twiceMapper{}, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	recs, _ := pageViews(t, "twice", 700, 2, time.Hour, -1)
+	produceAll(t, ctx, b.Addr, "twice", 2, recs)
+	s, _ := pageViewSchema(t)
+	good := 0
+	for _, r := range recs {
+		var v map[string]any
+		if err := avro.Unmarshal(s, r.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if st := v["status"].(int); st != 404 && st != 500 {
+			good++
+		}
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	job := fmt.Sprintf(pageViewJob, "twice", b.Addr, "twice", 200, "schema_file: pageview.avsc", out)
+	job = strings.Replace(job, "on_bad_record: fail", `map:
+  mapper: twice
+  derive: {d: {expr: 'status == 500 ? int("x") : 1', type: long}}
+on_bad_record: skip`, 1)
+	spec, _ := writeJob(t, dir, job)
+	rep, err := jobs.Run(ctx, spec, jobs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.RowsOut != int64(2*good) || rep.Totals.Skipped != int64(700-good) {
+		t.Fatalf("rows %d, skipped %d; want %d rows and %d skipped", rep.Totals.RowsOut, rep.Totals.Skipped, 2*good, 700-good)
+	}
+	var rows, keys, bad, wrong int64
+	q := fmt.Sprintf(`SELECT count(*), count(DISTINCT (_partition, _offset, _row)), count(*) FILTER (WHERE status IN (404, 500)),
+		count(*) FILTER (WHERE copy <> _row OR d <> 1) FROM read_parquet('%s')`, dataGlob(out, "parquet"))
+	if err := duck(t).QueryRow(q).Scan(&rows, &keys, &bad, &wrong); err != nil {
+		t.Fatal(err)
+	}
+	if rows != int64(2*good) || keys != rows || bad != 0 || wrong != 0 {
+		t.Fatalf("%d rows, %d distinct keys, %d of bad records, %d wrong; want %d", rows, keys, bad, wrong, 2*good)
+	}
 }

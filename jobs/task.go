@@ -382,9 +382,11 @@ type taskRun struct {
 	tailEnds []int
 
 	// rows holds the map path's rows of the record being mapped; many:
-	// the mapper may emit more than one (manyRows).
-	rows []map[string]any
-	many bool
+	// the mapper may emit more than one (manyRows); emitErr is emit's
+	// refusal of a row of that record.
+	rows    []map[string]any
+	many    bool
+	emitErr error
 }
 
 // columnarSource returns dec as an avroSource when the record can take
@@ -685,17 +687,25 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	// The record's rows are held until the mapper returns: a mapper's error
 	// after some rows leaves none of them written.
-	t.rows = t.rows[:0]
+	t.rows, t.emitErr = t.rows[:0], nil
 	err = t.callMapper(rec, func(row map[string]any) error {
+		if t.emitErr != nil {
+			return t.emitErr
+		}
 		if len(t.rows) > 0 && !t.many {
-			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; a mapper that emits many rows is a registered custom one or explode", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			t.emitErr = fmt.Errorf("%w: mapper %q emitted a second row for offset %d; a mapper that emits many rows is a registered custom one or explode", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			return t.emitErr
 		}
 		if len(t.rows) >= maxRowsPerRecord {
-			return fmt.Errorf("%w: mapper %q emitted more than %d rows for offset %d", ErrBadRecord, t.l.spec.Map.Mapper, maxRowsPerRecord, r.Offset)
+			t.emitErr = fmt.Errorf("%w: mapper %q emitted more than %d rows for offset %d", ErrBadRecord, t.l.spec.Map.Mapper, maxRowsPerRecord, r.Offset)
+			return t.emitErr
 		}
 		t.rows = append(t.rows, row)
 		return nil
 	})
+	if err == nil {
+		err = t.emitErr // the refusal stands, whatever the mapper made of it
+	}
 	if err != nil {
 		clear(t.rows)
 		if !errors.Is(err, ErrBadRecord) {
