@@ -8,6 +8,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm"
 	"github.com/hamba/avro/v2"
 	"gopkg.in/yaml.v3"
@@ -152,6 +153,42 @@ func toTimestamp(v any) (any, error) {
 	return nil, fmt.Errorf("%s is not a time", valueKind(v))
 }
 
+// deriveOptions are the expression options of map.derive: expr-lang's,
+// with date also taking a time (date(ts): the day of ts, in UTC), which
+// expr-lang's date (text only) does not.
+func deriveOptions() []expr.Option {
+	return []expr.Option{
+		expr.DisableBuiltin("date"),
+		expr.Function("date", deriveDate,
+			new(func(time.Time) time.Time),
+			new(func(string) time.Time),
+			new(func(string, string) time.Time),
+			new(func(string, string, string) time.Time),
+			new(func(*time.Location, string) time.Time),
+			new(func(*time.Location, string, string) time.Time)),
+	}
+}
+
+// textDate is expr-lang's date.
+var textDate = func() func(...any) (any, error) {
+	for _, f := range builtin.Builtins {
+		if f.Name == "date" {
+			return f.Func
+		}
+	}
+	panic("jobs: expr-lang has no date function")
+}()
+
+func deriveDate(args ...any) (any, error) {
+	if len(args) == 1 {
+		if t, ok := args[0].(time.Time); ok {
+			t = t.UTC()
+			return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
+		}
+	}
+	return textDate(args...)
+}
+
 // derivedCol is a compiled map.derive column.
 type derivedCol struct {
 	DerivedColumn
@@ -179,7 +216,7 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		if _, ok := deriveTypes[c.Type]; c.Type != "" && !ok {
 			return nil, fmt.Errorf("%w: %s.type: %q is not one of %s", ErrSpec, field, c.Type, deriveTypeNames())
 		}
-		p, err := expr.Compile(c.Expr, expr.AllowUndefinedVariables())
+		p, err := expr.Compile(c.Expr, append(deriveOptions(), expr.AllowUndefinedVariables())...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %q: %s", ErrSpec, field, c.Expr, firstLine(err.Error()))
 		}
@@ -211,12 +248,17 @@ func (c *derivedCol) typeOf(rows *avro.RecordSchema) (string, error) {
 			env[f.Name()] = v
 		}
 	}
-	p, err := expr.Compile(c.Expr, expr.Env(env), expr.AllowUndefinedVariables())
+	p, err := expr.Compile(c.Expr, append(deriveOptions(), expr.Env(env), expr.AllowUndefinedVariables())...)
 	if err != nil {
 		return "", fmt.Errorf("%w: map.derive.%s: %q over the fields of %s: %s", ErrSpec, c.Name, c.Expr, rows.FullName(), firstLine(err.Error()))
 	}
 	if c.Type != "" {
 		return c.Type, nil
+	}
+	if call, ok := p.Node().(*ast.CallNode); ok {
+		if id, ok := call.Callee.(*ast.IdentifierNode); ok && id.Value == "date" {
+			return "date", nil // a day: date(ts), date("2024-05-01")
+		}
 	}
 	if t := p.Node().Type(); t != nil {
 		switch t.Kind() {
