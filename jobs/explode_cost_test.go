@@ -16,7 +16,7 @@ import (
 
 // The cost of explode per output row next to identity's per record (issue
 // 24's aim: no more), in CPU time of this process (the broker is another),
-// over the same order views (2.4 items a record). A measurement, not a
+// over the same order views (2 items a record on average). A measurement, not a
 // test: SLUICE_EXPLODE_COST=N runs it over N records and logs the figures.
 func TestExplodeCostPerRow(t *testing.T) {
 	n := 0
