@@ -207,6 +207,8 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		switch {
 		case c.Name == "":
 			return nil, fmt.Errorf("%w: map.derive: a column has no name", ErrSpec)
+		case !avroName(c.Name):
+			return nil, fmt.Errorf("%w: %s: %q is not a column name (letters, digits and _, not starting with a digit)", ErrSpec, field, c.Name)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%w: %s: named twice", ErrSpec, field)
 		case c.Expr == "":
@@ -226,6 +228,19 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		out = append(out, dc)
 	}
 	return out, nil
+}
+
+// avroName reports whether s is an Avro field name.
+func avroName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 func firstLine(s string) string {
