@@ -56,7 +56,7 @@ func TestColumnarLoadMatchesMapPath(t *testing.T) {
 		"select":   "map: {mapper: select, select: {keep: [ts, url, status, user_id], rename: {url: page}}}",
 		"where":    `map: {mapper: identity, where: 'status >= 300 && user_id % 3 == 0'}`,
 		// computed columns of every kind of type, declared and inferred,
-		// one failing on some records (int("x"))
+		// one failing on some records (int("x")), a date
 		"derive": `map:
   mapper: select
   select: {keep: [ts, url, status, user_id, referrer], rename: {url: page}}
@@ -67,7 +67,8 @@ func TestColumnarLoadMatchesMapPath(t *testing.T) {
     ref_len: {expr: 'referrer == nil ? nil : len(referrer)', type: int}
     score: {expr: 'status == 404 && user_id % 13 == 0 ? int("x") : user_id / 7', type: double}
     at: {expr: 'ts', type: timestamp-millis}
-    tag: {expr: 'status < 300 ? "ok" : nil', type: string}`,
+    tag: {expr: 'status < 300 ? "ok" : nil', type: string}
+    day: 'date(ts)'`,
 		"derive-identity": `map: {mapper: identity, derive: {big: 'user_id * 1000', next: {expr: 'status + 1', type: long}}}`,
 	}
 	for _, format := range []string{"parquet", "jsonl", "avro"} {
@@ -135,7 +136,8 @@ output: {uri: %s, format: %s, metadata_columns: true}
 						var n, wrong int
 						q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE section IS DISTINCT FROM split_part(page, '/', 2)
 							OR hour <> hour(ts AT TIME ZONE 'UTC') OR slow <> (status >= 500) OR ref_len IS DISTINCT FROM length(referrer)
-							OR score <> user_id / 7 OR "at" <> ts OR (tag IS NULL) <> (status >= 300))
+							OR score <> user_id / 7 OR "at" <> ts OR (tag IS NULL) <> (status >= 300)
+							OR day <> CAST(ts AT TIME ZONE 'UTC' AS DATE))
 							FROM read_parquet('%s')`, dataGlob(outs[0], format))
 						if err := db.QueryRow(q).Scan(&n, &wrong); err != nil || n != int(want) || wrong != 0 {
 							t.Fatalf("derived columns: %d rows, %d wrong (%v)", n, wrong, err)

@@ -155,9 +155,18 @@ type onceChecker struct {
 	listed     map[string]bool     // files the manifests name
 	seen       map[string]bool     // data files read
 	holder     map[[3]int64]string // (partition, offset, row) → the file holding it
-	// rows is the rows of each record (0: 1, and no _row column): each
-	// (partition, offset, row) for row < rows is held once.
-	rows int64
+	// rows gives the rows of each record (nil: 1, and no _row column):
+	// each (partition, offset, row) for row < rows(partition, offset) is
+	// held once.
+	rows func(p int32, o int64) int64
+}
+
+// rowsOf is the rows of record (p, o).
+func (c *onceChecker) rowsOf(p int32, o int64) int64 {
+	if c.rows == nil {
+		return 1
+	}
+	return c.rows(p, o)
 }
 
 func newOnceChecker(dir, topic string) *onceChecker {
@@ -219,7 +228,7 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 		}
 		db := duck(t)
 		row := "0"
-		if c.rows > 0 {
+		if c.rows != nil {
 			row = "_row"
 		}
 		rows, err := db.Query(fmt.Sprintf(`SELECT _partition, _offset, %s, filename FROM read_parquet([%s], filename = true)`, row, strings.Join(quoted, ",")))
@@ -235,8 +244,8 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 			if other, ok := c.holder[[3]int64{p, o, r}]; ok {
 				t.Fatalf("invariant: partition %d offset %d row %d is in %s and in %s", p, o, r, other, file)
 			}
-			if r < 0 || r >= max(c.rows, 1) {
-				t.Fatalf("invariant: partition %d offset %d has row %d (in %s); a record has %d rows", p, o, r, file, max(c.rows, 1))
+			if n := c.rowsOf(int32(p), o); r < 0 || r >= n {
+				t.Fatalf("invariant: partition %d offset %d has row %d (in %s); the record has %d rows", p, o, r, file, n)
 			}
 			c.holder[[3]int64{p, o, r}] = file
 		}
@@ -251,19 +260,17 @@ func (c *onceChecker) check(t testing.TB, counts map[int32]int64, complete bool)
 	if !complete {
 		return
 	}
-	per := max(c.rows, 1)
+	var held int64
 	for p, n := range counts {
 		for o := int64(0); o < n; o++ {
-			for r := int64(0); r < per; r++ {
+			rows := c.rowsOf(p, o)
+			held += rows
+			for r := int64(0); r < rows; r++ {
 				if _, ok := c.holder[[3]int64{int64(p), o, r}]; !ok {
 					t.Fatalf("invariant: partition %d offset %d row %d is missing after a completed run (%d produced)", p, o, r, n)
 				}
 			}
 		}
-	}
-	var held int64
-	for _, n := range counts {
-		held += n * per
 	}
 	if int64(len(c.holder)) != held {
 		t.Fatalf("invariant: %d (partition, offset, row) held, %d produced", len(c.holder), held)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm"
 	"github.com/hamba/avro/v2"
 	"gopkg.in/yaml.v3"
@@ -152,6 +153,42 @@ func toTimestamp(v any) (any, error) {
 	return nil, fmt.Errorf("%s is not a time", valueKind(v))
 }
 
+// deriveOptions are the expression options of map.derive: expr-lang's,
+// with date also taking a time (date(ts): the day of ts, in UTC), which
+// expr-lang's date (text only) does not.
+func deriveOptions() []expr.Option {
+	return []expr.Option{
+		expr.DisableBuiltin("date"),
+		expr.Function("date", deriveDate,
+			new(func(time.Time) time.Time),
+			new(func(string) time.Time),
+			new(func(string, string) time.Time),
+			new(func(string, string, string) time.Time),
+			new(func(*time.Location, string) time.Time),
+			new(func(*time.Location, string, string) time.Time)),
+	}
+}
+
+// textDate is expr-lang's date.
+var textDate = func() func(...any) (any, error) {
+	for _, f := range builtin.Builtins {
+		if f.Name == "date" {
+			return f.Func
+		}
+	}
+	panic("jobs: expr-lang has no date function")
+}()
+
+func deriveDate(args ...any) (any, error) {
+	if len(args) == 1 {
+		if t, ok := args[0].(time.Time); ok {
+			t = t.UTC()
+			return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
+		}
+	}
+	return textDate(args...)
+}
+
 // derivedCol is a compiled map.derive column.
 type derivedCol struct {
 	DerivedColumn
@@ -170,6 +207,8 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		switch {
 		case c.Name == "":
 			return nil, fmt.Errorf("%w: map.derive: a column has no name", ErrSpec)
+		case !avroName(c.Name):
+			return nil, fmt.Errorf("%w: %s: %q is not a column name (letters, digits and _, not starting with a digit)", ErrSpec, field, c.Name)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%w: %s: named twice", ErrSpec, field)
 		case c.Expr == "":
@@ -179,7 +218,7 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		if _, ok := deriveTypes[c.Type]; c.Type != "" && !ok {
 			return nil, fmt.Errorf("%w: %s.type: %q is not one of %s", ErrSpec, field, c.Type, deriveTypeNames())
 		}
-		p, err := expr.Compile(c.Expr, expr.AllowUndefinedVariables())
+		p, err := expr.Compile(c.Expr, append(deriveOptions(), expr.AllowUndefinedVariables())...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %q: %s", ErrSpec, field, c.Expr, firstLine(err.Error()))
 		}
@@ -189,6 +228,19 @@ func compileDerive(d Derive) ([]*derivedCol, error) {
 		out = append(out, dc)
 	}
 	return out, nil
+}
+
+// avroName reports whether s is an Avro field name.
+func avroName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 func firstLine(s string) string {
@@ -211,12 +263,17 @@ func (c *derivedCol) typeOf(rows *avro.RecordSchema) (string, error) {
 			env[f.Name()] = v
 		}
 	}
-	p, err := expr.Compile(c.Expr, expr.Env(env), expr.AllowUndefinedVariables())
+	p, err := expr.Compile(c.Expr, append(deriveOptions(), expr.Env(env), expr.AllowUndefinedVariables())...)
 	if err != nil {
 		return "", fmt.Errorf("%w: map.derive.%s: %q over the fields of %s: %s", ErrSpec, c.Name, c.Expr, rows.FullName(), firstLine(err.Error()))
 	}
 	if c.Type != "" {
 		return c.Type, nil
+	}
+	if call, ok := p.Node().(*ast.CallNode); ok {
+		if id, ok := call.Callee.(*ast.IdentifierNode); ok && id.Value == "date" {
+			return "date", nil // a day: date(ts), date("2024-05-01")
+		}
 	}
 	if t := p.Node().Type(); t != nil {
 		switch t.Kind() {
@@ -362,7 +419,11 @@ func (d *deriving) Schema(in avro.Schema) (avro.Schema, error) {
 
 func (d *deriving) Map(rec *Record, emit func(map[string]any) error) error {
 	types := d.types[rec.Schema]
-	return d.inner.Map(rec, func(row map[string]any) error {
+	var failed error // a column's failure stands, whatever the mapper makes of emit's error
+	err := d.inner.Map(rec, func(row map[string]any) error {
+		if failed != nil {
+			return failed
+		}
 		for i, c := range d.cols {
 			t := c.Type
 			if types != nil {
@@ -372,15 +433,23 @@ func (d *deriving) Map(rec *Record, emit func(map[string]any) error) error {
 			var err error
 			if t == "" { // schemaless rows, undeclared: the result as it is
 				if v, err = expr.Run(c.prog, row); err != nil {
-					return fmt.Errorf("%w: map.derive.%s %q: %v", ErrBadRecord, c.Name, c.Expr, err)
+					err = fmt.Errorf("%w: map.derive.%s %q: %v", ErrBadRecord, c.Name, c.Expr, err)
 				}
-			} else if v, err = c.eval(row, t); err != nil {
+			} else {
+				v, err = c.eval(row, t)
+			}
+			if err != nil {
+				failed = err
 				return err
 			}
 			row[c.Name] = v
 		}
 		return emit(row)
 	})
+	if failed != nil {
+		return failed
+	}
+	return err
 }
 
 // derivedProjection is map.derive on the columnar path, for rows of one
@@ -442,22 +511,36 @@ func newDerivedProjection(d *deriving, p *avrocodec.Projection) (*derivedProject
 
 // derive makes into dst the row of src with the derived columns.
 func (dp *derivedProjection) derive(src, dst *avrocodec.Row) (*avrocodec.Row, error) {
-	clear(dp.values)
-	for _, f := range dp.env {
-		v, err := src.InValue(f.in)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadRecord, err)
-		}
-		dp.values[f.name] = v
-	}
 	b := dp.buf[:0]
 	for _, i := range dp.p.Pick {
 		b = append(b, src.Field(i)...)
 	}
+	b, err := dp.appendColumns(src, b)
+	dp.buf = b
+	if err != nil {
+		return nil, err
+	}
+	if err := dp.out.Scan(dst, b); err != nil {
+		return nil, fmt.Errorf("%w: map.derive: %v", ErrBadRecord, err)
+	}
+	return dst, nil
+}
+
+// appendColumns appends to b the Avro encodings of the derived columns of
+// src, a row of dp.p.
+func (dp *derivedProjection) appendColumns(src *avrocodec.Row, b []byte) ([]byte, error) {
+	clear(dp.values)
+	for _, f := range dp.env {
+		v, err := src.InValue(f.in)
+		if err != nil {
+			return b, fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		dp.values[f.name] = v
+	}
 	for k, c := range dp.d.cols {
 		v, err := c.eval(dp.values, dp.types[k])
 		if err != nil {
-			return nil, err
+			return b, err
 		}
 		if v == nil {
 			b = append(b, 0) // the union's null
@@ -465,13 +548,9 @@ func (dp *derivedProjection) derive(src, dst *avrocodec.Row) (*avrocodec.Row, er
 		}
 		enc, err := avro.Marshal(deriveSchemas[dp.types[k]], v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: map.derive.%s %q: the result %v: %v", ErrBadRecord, c.Name, c.Expr, v, err)
+			return b, fmt.Errorf("%w: map.derive.%s %q: the result %v: %v", ErrBadRecord, c.Name, c.Expr, v, err)
 		}
 		b = append(append(b, 2), enc...) // the union's second branch
 	}
-	dp.buf = b
-	if err := dp.out.Scan(dst, b); err != nil {
-		return nil, fmt.Errorf("%w: map.derive: %v", ErrBadRecord, err)
-	}
-	return dst, nil
+	return b, nil
 }

@@ -18,7 +18,8 @@ func TestDeriveTypesAndErrors(t *testing.T) {
 	cols, err := compileDerive(Derive{
 		{Name: "twice", Expr: "id * 2"}, {Name: "hour", Expr: "ts.Hour()"}, {Name: "p", Expr: `page + "!"`},
 		{Name: "at", Expr: "ts"}, {Name: "half", Expr: "id / 2", Type: "long"}, {Name: "small", Expr: "id", Type: "int"},
-		{Name: "has_ref", Expr: "ref != nil"},
+		{Name: "has_ref", Expr: "ref != nil"}, {Name: "day", Expr: "date(ts)"}, {Name: "parsed", Expr: `date("2024-05-01")`, Type: "date"},
+		{Name: "section", Expr: `split(page, "/")[1]`},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestDeriveTypesAndErrors(t *testing.T) {
 	for _, f := range out.(*avro.RecordSchema).Fields()[4:] {
 		types = append(types, f.Name()+":"+string(f.Type().(*avro.UnionSchema).Types()[1].Type()))
 	}
-	if got := strings.Join(types, " "); got != "twice:long hour:long p:string at:long half:long small:int has_ref:boolean" {
+	if got := strings.Join(types, " "); got != "twice:long hour:long p:string at:long half:long small:int has_ref:boolean day:int parsed:int section:string" {
 		t.Fatalf("derived types %s", got)
 	}
 	ts := time.UnixMilli(1_700_000_000_000).UTC()
@@ -49,7 +50,8 @@ func TestDeriveTypesAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if row["twice"] != int64(20) || row["hour"] != int64(ts.Hour()) || row["p"] != "/a!" || row["at"] != ts || row["half"] != int64(5) ||
-		row["small"] != 10 || row["has_ref"] != false {
+		row["small"] != 10 || row["has_ref"] != false || row["day"] != time.Date(2023, 11, 14, 0, 0, 0, 0, time.UTC) ||
+		row["parsed"] != time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC) || row["section"] != "a" {
 		t.Fatalf("row %v", row)
 	}
 	if _, err := run(11); !errors.Is(err, ErrBadRecord) || !strings.Contains(err.Error(), `map.derive.half "id / 2": the result 5.5: 5.5 is not a whole number`) {

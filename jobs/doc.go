@@ -1,7 +1,9 @@
 // Package jobs runs load jobs: a YAML job spec (Spec), decoders (Avro with
 // the Confluent framing and a schema registry, Avro with a schema file,
 // JSON typed by a schema or inferred, string, bytes), mappers (the Mapper
-// interface, a registry of named mappers, identity / select / where), the
+// interface, a registry of named mappers, identity / select / where /
+// explode; a mapper may emit many rows per record) and computed columns
+// (map.derive, derive.go), the
 // runner (RunTasks, the one of `sluice load run` and of the scheduler;
 // Loader.Run: plan → RunTasks on a pool of workers → run report),
 // checkpoints and replay.
@@ -11,7 +13,8 @@
 //	                                  │        + Preview (inputformat.Cut over ListOffsets; read only)
 //	                                  │        + Prepare (start records, skip commits)
 //	                                  ▼
-//	            splits ─► RunTasks ─► runTask: Reader [start, end) ─► Decoder ─► where ─► Mapper
+//	            splits ─► RunTasks ─► runTask: Reader [start, end) ─► Decoder ─► where ─► Mapper ─► derive
+//	                                  ─► the record's rows (held until the mapper returns; _row 0 … n-1)
 //	                                  ─► writers.SplitWriter (files under _sluice/tmp)
 //	                                  ─► wait for the partition's turn ─► Commit(reached)
 //	                                  ▼

@@ -5,6 +5,8 @@ import (
 	"maps"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sluicehq/sluice/internal/avrocodec"
 )
 
 // explode is the built-in mapper `map: {mapper: explode, field: items}`:
@@ -154,4 +156,109 @@ func valueKind(v any) string {
 		return "a number"
 	}
 	return fmt.Sprintf("a %T", v)
+}
+
+// explodeProjection is explode on the columnar path, for records of one
+// writer schema: the array field's items are found in the record's bytes,
+// and each row is the record's bytes with the array's replaced by one
+// item's, a record of the explode schema (Out) that the writers take as
+// any columnar row.
+type explodeProjection struct {
+	field string
+	p     *avrocodec.Projection // identity over the writer schema
+	out   *avrocodec.Projection // identity over the explode schema
+	at    int                   // the array field's index
+	// union: the field is a union; array its array branch's index
+	union bool
+	array int64
+	item  *avrocodec.Projection // a record of one field, the items' type: finds where an item ends
+	irow  avrocodec.Row
+	items [][2]int // the items of the record at hand: [start, end) in the field's bytes
+	buf   []byte
+}
+
+func newExplodeProjection(e *explode, p *avrocodec.Projection, out avro.Schema) (*explodeProjection, error) {
+	xp := &explodeProjection{field: e.field, p: p, at: p.InIndex(e.field)}
+	if xp.at < 0 {
+		return nil, fmt.Errorf("%w: map.field: %q is not a field of the record %s", ErrSpec, e.field, p.In.FullName())
+	}
+	t := p.In.Fields()[xp.at].Type()
+	if u, ok := t.(*avro.UnionSchema); ok {
+		xp.union = true
+		for i, b := range u.Types() {
+			if b.Type() == avro.Array {
+				xp.array = int64(i)
+			}
+		}
+	}
+	items, ok := arrayItems(t)
+	if !ok {
+		return nil, fmt.Errorf("%w: map.field: %q is %s, not an array", ErrSpec, e.field, typeName(t))
+	}
+	f, err := avro.NewField("item", items)
+	if err != nil {
+		return nil, err
+	}
+	wrap, err := avro.NewRecordSchema("explode_item", "sluice", []*avro.Field{f})
+	if err != nil {
+		return nil, err
+	}
+	if xp.item, err = avrocodec.NewProjection(wrap, nil, nil); err != nil {
+		return nil, err
+	}
+	if xp.out, err = avrocodec.NewProjection(out, nil, nil); err != nil {
+		return nil, err
+	}
+	return xp, nil
+}
+
+// find finds the items of row's array (Scan checked its bytes); a null
+// is a bad record, as on the map path.
+func (xp *explodeProjection) find(row *avrocodec.Row) (int, error) {
+	b := row.Field(xp.at)
+	xp.items = xp.items[:0]
+	i := 0
+	if xp.union {
+		idx, j, err := avrocodec.ReadLong(b, 0)
+		if err != nil {
+			return 0, fmt.Errorf("%w: explode: the field %q: %v", ErrBadRecord, xp.field, err)
+		}
+		if idx != xp.array {
+			return 0, badRecord("explode: the field %q is null, not an array", xp.field)
+		}
+		i = j
+	}
+	for {
+		n, j, err := avrocodec.ReadLong(b, i)
+		if err != nil {
+			return 0, fmt.Errorf("%w: explode: the field %q: %v", ErrBadRecord, xp.field, err)
+		}
+		i = j
+		if n == 0 {
+			return len(xp.items), nil
+		}
+		if n < 0 {
+			n = -n
+			if _, i, err = avrocodec.ReadLong(b, i); err != nil { // the block's size in bytes
+				return 0, fmt.Errorf("%w: explode: the field %q: %v", ErrBadRecord, xp.field, err)
+			}
+		}
+		for ; n > 0; n-- {
+			if err := xp.item.Scan(&xp.irow, b[i:]); err != nil {
+				return 0, fmt.Errorf("%w: explode: the field %q: %v", ErrBadRecord, xp.field, err)
+			}
+			xp.items = append(xp.items, [2]int{i, i + xp.irow.Ends[0]})
+			i += xp.irow.Ends[0]
+		}
+	}
+}
+
+// rowBody appends to b the bytes of the row of item k of the record in
+// src: a record of the explode schema.
+func (xp *explodeProjection) rowBody(src *avrocodec.Row, k int, b []byte) []byte {
+	start, end := src.Start(xp.at), src.Ends[xp.at]
+	it := xp.items[k]
+	b = append(b, src.Body[:start]...)
+	b = append(b, src.Body[start+it[0]:start+it[1]]...)
+	return append(b, src.Body[end:src.Ends[len(src.Ends)-1]]...)
 }

@@ -41,6 +41,10 @@ decode:
 map:
   mapper: explode
   field: items
+  derive:
+    total: {expr: 'items.qty * (items.price ?? 0)', type: double}
+    sku_len: {expr: 'len(items.sku)', type: int}
+    first: {expr: 'url + "#" + items.sku', type: string}
 on_bad_record: fail
 partition:
   by: hour
@@ -55,15 +59,14 @@ output:
 
 // orderViews makes n seeded order views over partitions; item i of record k
 // has sku "s<k>-<i>" and qty i+1, and records have 0 to 4 items (0 for
-// every fifth). items counts the items per partition.
-func orderViews(t testing.TB, topic string, n, partitions, seed int) (recs []*kgo.Record, items map[int32]int64) {
+// every fifth). items counts the items of each record.
+func orderViews(t testing.TB, topic string, n, partitions, seed int) (recs []*kgo.Record, items []int64) {
 	t.Helper()
 	s, err := avro.Parse(orderViewSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewSource(int64(seed)))
-	items = map[int32]int64{}
 	for k := 0; k < n; k++ {
 		ts := pageViewBase.Add(time.Duration(k) * 3 * time.Second)
 		user := rng.Int63n(1000)
@@ -86,7 +89,7 @@ func orderViews(t testing.TB, topic string, n, partitions, seed int) (recs []*kg
 		}
 		p := int32(user % int64(partitions))
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Timestamp: ts, Value: b})
-		items[p] += int64(m)
+		items = append(items, int64(m))
 	}
 	return recs, items
 }
@@ -94,7 +97,9 @@ func orderViews(t testing.TB, topic string, n, partitions, seed int) (recs []*kg
 // explode over nested order views, loaded twice over (a first run, then a
 // run of what arrived since): one row per item, each (partition, offset,
 // row) once, the element's fields as a nested column (items.qty), the other
-// fields kept, and a record with no items has no row.
+// fields kept, and a record with no items has no row. The columnar path
+// (explode on the records' bytes, with map.derive columns over the items)
+// and the map path give the same rows.
 func TestExplodeNestedExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -119,6 +124,16 @@ func TestExplodeNestedExactlyOnce(t *testing.T) {
 	var want int64
 	for _, n := range items {
 		want += n
+	}
+
+	mapOut := filepath.Join(dir, "map")
+	mapSpec, _ := writeJob(t, dir, fmt.Sprintf(explodeJob, "nested-map", b.Addr, "orders", mapOut))
+	mapRep, err := jobs.Run(ctx, mapSpec, jobs.Options{MapPath: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mapRep.Totals.RowsOut != want {
+		t.Fatalf("the map path wrote %d rows, want %d", mapRep.Totals.RowsOut, want)
 	}
 	if got := rep.Totals.RowsOut + rep2.Totals.RowsOut; got != want || rep.Totals.RecordsIn+rep2.Totals.RecordsIn != 900 {
 		t.Fatalf("runs read %d records and wrote %d rows; produced 900 records with %d items", rep.Totals.RecordsIn+rep2.Totals.RecordsIn, got, want)
@@ -145,6 +160,20 @@ func TestExplodeNestedExactlyOnce(t *testing.T) {
 		GROUP BY ALL) WHERE m <> n - 1`, glob)
 	if err := db.QueryRow(q).Scan(&gaps); err != nil || gaps != 0 {
 		t.Fatalf("%d offsets whose rows are not 0 … n-1 (%v)", gaps, err)
+	}
+	for _, q := range []string{
+		`SELECT count(*) FROM (SELECT * FROM read_parquet('%[1]s') EXCEPT ALL SELECT * FROM read_parquet('%[2]s'))`,
+		`SELECT count(*) FROM (SELECT * FROM read_parquet('%[2]s') EXCEPT ALL SELECT * FROM read_parquet('%[1]s'))`,
+	} {
+		var n int
+		if err := db.QueryRow(fmt.Sprintf(q, glob, dataGlob(mapOut, "parquet"))).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d rows of one path's output are not in the other's (%v)", n, err)
+		}
+	}
+	var wrongTotal int64
+	if err := db.QueryRow(fmt.Sprintf(`SELECT count(*) FILTER (WHERE total <> items.qty * coalesce(items.price, 0) OR sku_len <> length(items.sku)
+		OR first <> url || '#' || items.sku) FROM read_parquet('%s')`, glob)).Scan(&wrongTotal); err != nil || wrongTotal != 0 {
+		t.Fatalf("%d rows with wrong derived columns (%v)", wrongTotal, err)
 	}
 	var typ string
 	if err := db.QueryRow(fmt.Sprintf(`SELECT typeof(items) FROM read_parquet('%s') LIMIT 1`, glob)).Scan(&typ); err != nil ||

@@ -41,8 +41,12 @@ type Mapper interface {
 	// in (nil in means schemaless JSON; a nil result is allowed only for
 	// jsonl output). It is called once per distinct input schema.
 	Schema(in avro.Schema) (avro.Schema, error)
-	// Map emits the rows of rec. An error is the record's fault: it is
-	// handled by on_bad_record. emit takes ownership of row.
+	// Map emits the rows of rec: zero, one or many (a mapper other than
+	// the built-in identity, where and select may emit many; with
+	// metadata columns they carry _row, their index). An error is the
+	// record's fault: it is handled by on_bad_record, and none of the
+	// record's rows is written (they are held until Map returns). emit
+	// takes ownership of row: give each row a map of its own.
 	Map(rec *Record, emit func(row map[string]any) error) error
 }
 

@@ -241,6 +241,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		c("mapper: identity", "mapper: identity\n  derive: [a]", `map.derive: want a mapping of column names to expressions`),
 		c("mapper: identity", "mapper: identity\n  derive: {x: 'a +'}", `map.derive.x: "a +": unexpected token EOF`),
 		c("mapper: identity", "mapper: identity\n  derive: {x: ''}", `map.derive.x: no expression`),
+		c("mapper: identity", "mapper: identity\n  derive: {a-b: '1'}", `map.derive.a-b: "a-b" is not a column name`),
 		c("mapper: identity", "mapper: identity\n  derive: {x: {expr: a, type: number}}", `map.derive.x.type: "number" is not one of string, long`),
 		c("mapper: identity", "mapper: identity\n  derive: {x: {exp: a}}", `map.derive.x.exp: unknown key (known here: expr, type)`),
 		c("mapper: identity", "mapper: identity\n  derive: {x: [a]}", `map.derive.x: want an expression or {expr: ..., type: ...}`),

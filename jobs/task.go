@@ -373,11 +373,20 @@ type taskRun struct {
 	// derived: map.derive's columns on the columnar path, per projection
 	derived map[*avrocodec.Projection]*derivedProjection
 	drow    avrocodec.Row
+	// exploded: explode on the columnar path, per projection of the
+	// writer schema; xrow the row at hand, tails the derived columns' bytes
+	// of the record's rows (each ends at tailEnds[k])
+	exploded map[*avrocodec.Projection]*explodeProjection
+	xrow     avrocodec.Row
+	tails    []byte
+	tailEnds []int
 
 	// rows holds the map path's rows of the record being mapped; many:
-	// the mapper may emit more than one (manyRows).
-	rows []map[string]any
-	many bool
+	// the mapper may emit more than one (manyRows); emitErr is emit's
+	// refusal of a row of that record.
+	rows    []map[string]any
+	many    bool
+	emitErr error
 }
 
 // columnarSource returns dec as an avroSource when the record can take
@@ -389,7 +398,7 @@ func columnarSource(dec Decoder, m Mapper) avroSource {
 		return nil
 	}
 	switch baseMapper(m).(type) {
-	case identity, *selectMapper:
+	case identity, *selectMapper, *explode:
 		return src
 	}
 	return nil
@@ -418,15 +427,26 @@ func (t *taskRun) projection(schema avro.Schema) (*avrocodec.Projection, error) 
 	if err != nil {
 		return nil, t.schemaError(schema, err)
 	}
+	rows := p // the projection of the rows before map.derive
+	if e, ok := base.(*explode); ok {
+		xp, err := newExplodeProjection(e, p, out)
+		if err != nil {
+			return nil, t.schemaError(schema, err)
+		}
+		if t.exploded == nil {
+			t.exploded = map[*avrocodec.Projection]*explodeProjection{}
+		}
+		t.exploded[p], rows = xp, xp.out
+	}
 	if d, ok := t.mapper.(*deriving); ok {
-		dp, err := newDerivedProjection(d, p)
+		dp, err := newDerivedProjection(d, rows)
 		if err != nil {
 			return nil, t.schemaError(schema, err)
 		}
 		if t.derived == nil {
 			t.derived = map[*avrocodec.Projection]*derivedProjection{}
 		}
-		t.derived[p] = dp
+		t.derived[rows] = dp
 	}
 	if t.projs == nil {
 		t.projs = map[avro.Schema]*avrocodec.Projection{}
@@ -463,18 +483,79 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 			return nil
 		}
 	}
+	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	if xp := t.exploded[p]; xp != nil {
+		return t.explodeColumnar(xp, schema, meta)
+	}
 	row := &t.row
 	if dp := t.derived[p]; dp != nil {
 		if row, err = dp.derive(&t.row, &t.drow); err != nil {
 			return err
 		}
 	}
-	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	if err := t.w.WriteAvro(row, meta); err != nil {
 		return t.writeError(schema, err)
 	}
 	t.rep.RowsOut++
 	return nil
+}
+
+// explodeColumnar writes the rows of the record in t.row, one per item of
+// its array. As on the map path, nothing is written until every row is
+// made: map.derive's columns of every row are computed first (only their
+// bytes are held), then the rows are made again and written.
+func (t *taskRun) explodeColumnar(xp *explodeProjection, schema avro.Schema, meta format.Meta) error {
+	n, err := xp.find(&t.row)
+	if err != nil || n == 0 {
+		return err
+	}
+	if n > maxRowsPerRecord {
+		return badRecord("explode: the field %q has %d items, more than the %d rows a record may have", xp.field, n, maxRowsPerRecord)
+	}
+	dp := t.derived[xp.out]
+	final := xp.out
+	if dp != nil {
+		final = dp.out
+		t.tails, t.tailEnds = t.tails[:0], t.tailEnds[:0]
+		for k := 0; k < n; k++ {
+			xp.buf = xp.rowBody(&t.row, k, xp.buf[:0])
+			if err := xp.out.Scan(&t.xrow, xp.buf); err != nil {
+				return fmt.Errorf("%w: explode: %v", ErrBadRecord, err)
+			}
+			if t.tails, err = dp.appendColumns(&t.xrow, t.tails); err != nil {
+				return err
+			}
+			t.tailEnds = append(t.tailEnds, len(t.tails))
+		}
+	}
+	for k := 0; k < n; k++ {
+		xp.buf = xp.rowBody(&t.row, k, xp.buf[:0])
+		if dp != nil {
+			start := 0
+			if k > 0 {
+				start = t.tailEnds[k-1]
+			}
+			xp.buf = append(xp.buf, t.tails[start:t.tailEnds[k]]...)
+		}
+		if err := final.Scan(&t.xrow, xp.buf); err != nil {
+			return t.laterRow(k, meta.Offset, fmt.Errorf("%w: explode: %v", ErrBadRecord, err))
+		}
+		meta.Row = int32(k)
+		if err := t.w.WriteAvro(&t.xrow, meta); err != nil {
+			return t.laterRow(k, meta.Offset, t.writeError(schema, err))
+		}
+		t.rep.RowsOut++
+	}
+	return nil
+}
+
+// laterRow makes the refusal of row i of a record fail the split when rows
+// of the record were written before it: they cannot be taken back.
+func (t *taskRun) laterRow(i int, offset int64, err error) error {
+	if i > 0 && recordError(err) {
+		return fmt.Errorf("row %d of offset %d refused after %d rows of the record were written (the split fails; nothing of it was committed): %v", i, offset, i, err)
+	}
+	return err
 }
 
 // schemaError classifies err, the refusal of a record's schema (by the
@@ -606,17 +687,25 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	meta := format.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	// The record's rows are held until the mapper returns: a mapper's error
 	// after some rows leaves none of them written.
-	t.rows = t.rows[:0]
+	t.rows, t.emitErr = t.rows[:0], nil
 	err = t.callMapper(rec, func(row map[string]any) error {
+		if t.emitErr != nil {
+			return t.emitErr
+		}
 		if len(t.rows) > 0 && !t.many {
-			return fmt.Errorf("%w: mapper %q emitted a second row for offset %d; a mapper that emits many rows is a registered custom one or explode", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			t.emitErr = fmt.Errorf("%w: mapper %q emitted a second row for offset %d; a mapper that emits many rows is a registered custom one or explode", ErrBadRecord, t.l.spec.Map.Mapper, r.Offset)
+			return t.emitErr
 		}
 		if len(t.rows) >= maxRowsPerRecord {
-			return fmt.Errorf("%w: mapper %q emitted more than %d rows for offset %d", ErrBadRecord, t.l.spec.Map.Mapper, maxRowsPerRecord, r.Offset)
+			t.emitErr = fmt.Errorf("%w: mapper %q emitted more than %d rows for offset %d", ErrBadRecord, t.l.spec.Map.Mapper, maxRowsPerRecord, r.Offset)
+			return t.emitErr
 		}
 		t.rows = append(t.rows, row)
 		return nil
 	})
+	if err == nil {
+		err = t.emitErr // the refusal stands, whatever the mapper made of it
+	}
 	if err != nil {
 		clear(t.rows)
 		if !errors.Is(err, ErrBadRecord) {
@@ -628,14 +717,10 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	for i, row := range t.rows {
 		meta.Row = int32(i)
 		if err := t.w.Write(out, row, meta); err != nil {
-			err = t.writeError(schema, err)
-			if i > 0 && recordError(err) {
-				// Rows 0 … i-1 are in the attempt's files and cannot be taken
-				// back: the split fails, whatever on_bad_record says.
-				err = fmt.Errorf("row %d of offset %d refused after %d rows of the record were written (the split fails; nothing of it was committed): %v", i, r.Offset, i, err)
-			}
+			// Rows 0 … i-1 are in the attempt's files and cannot be taken
+			// back: then the split fails, whatever on_bad_record says.
 			clear(t.rows)
-			return err
+			return t.laterRow(i, r.Offset, t.writeError(schema, err))
 		}
 		t.rep.RowsOut++
 	}

@@ -106,3 +106,8 @@ func AppendLong(b []byte, x int64) []byte {
 func AppendString(b []byte, s string) []byte {
 	return append(AppendLong(b, int64(len(s))), s...)
 }
+
+// ReadLong reads an Avro long (a zigzag varint of at most 10 bytes) at
+// b[i:]: its value and where it ends. The jobs' explode walks an array's
+// blocks with it.
+func ReadLong(b []byte, i int) (int64, int, error) { return readLong(b, i) }
