@@ -30,7 +30,7 @@ const loadJob = "chaos-load"
 // address — loads a topic that records stream into, while workers, the
 // schedulers and ZooKeeper are killed, paused and cut off. Afterwards every
 // acknowledged record must be loaded exactly once (load-lost,
-// load-duplicate), and no hour may carry _SUCCESS without every record of
+// load-duplicate, load-incomplete), and no hour may carry _SUCCESS without every record of
 // it that was acknowledged before the run that marked it began.
 func TestLoaderUnderFaults(t *testing.T) {
 	r := harness.NewRun(t, "loader", 24*time.Second) // long enough for each of the four faults once
