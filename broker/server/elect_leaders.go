@@ -149,7 +149,7 @@ func handleElectLeaders(s *Server, rc *requestContext, kreq kmsg.Request) (reply
 			elect = append(elect, cluster.TopicPartition{Topic: k.topic, Partition: k.partition})
 		}
 	}
-	if len(elect) > 0 {
+	if len(elect) > 0 && s.cluster != nil { // a single node leaves none to elect
 		wait := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if wait <= 0 || wait > electMaxWait {
 			wait = electMaxWait
