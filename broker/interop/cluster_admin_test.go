@@ -64,6 +64,11 @@ func TestClusterAdminTools(t *testing.T) {
 		}
 	}
 	moved := c.waitLeaders(topic, 1, live...)[0]
+	// While it is dead the election is refused with a reason.
+	out, err := tool(leaderElectionClass, "--election-type", "preferred", "--topic", topic, "--partition", "0")
+	if err == nil || !strings.Contains(out, "PreferredLeaderNotAvailableException") || !strings.Contains(out, "is not live and in the ISR") {
+		t.Errorf("a preferred election while the preferred replica is dead should fail with sluice's reason: %v\n%s", err, out)
+	}
 	c.brokers[preferred].Restart(t)
 	c.waitBrokers(c.ids()...)
 	eventually(t, 30*time.Second, "the restarted preferred replica is back in the ISR", func() error {
@@ -76,7 +81,7 @@ func TestClusterAdminTools(t *testing.T) {
 		}
 		return nil
 	})
-	out, err := tool(leaderElectionClass, "--election-type", "preferred", "--topic", topic, "--partition", "0")
+	out, err = tool(leaderElectionClass, "--election-type", "preferred", "--topic", topic, "--partition", "0")
 	if err != nil || !strings.Contains(out, "Successfully completed leader election (PREFERRED) for partitions "+topic+"-0") {
 		t.Fatalf("preferred election: %v\n%s", err, out)
 	}
