@@ -4,7 +4,10 @@ package server
 // SUBTRACT (list configs: cleanup.policy) on a topic's config overrides,
 // validated and applied to the open partitions at once; a resource's
 // operations apply all or none. Deviation as AlterConfigs: broker resources
-// are refused with INVALID_REQUEST.
+// are refused with INVALID_REQUEST, except a resource whose operations are
+// all DELETE: sluice has no dynamic broker configs, so there is nothing to
+// delete and the answer is NONE, as Kafka answers deleting an unset dynamic
+// config (kafka-reassign-partitions --verify clears its throttles so).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,6 +31,9 @@ func handleIncrementalAlterConfigs(s *Server, rc *requestContext, kreq kmsg.Requ
 }
 
 func incrementalAlter(s *Server, rc *requestContext, req *kmsg.IncrementalAlterConfigsRequest, rr *kmsg.IncrementalAlterConfigsRequestResource) (int16, string) {
+	if rr.ResourceType == resourceBroker && onlyDeletes(rr.Configs) {
+		return 0, ""
+	}
 	if rr.ResourceType != resourceTopic {
 		return kerr.InvalidRequest.Code, notTopicResource(int8(rr.ResourceType))
 	}
@@ -55,4 +61,16 @@ func incrementalAlter(s *Server, rc *requestContext, req *kmsg.IncrementalAlterC
 		rc.logger.Info("altered topic configs", "topic", rr.ResourceName, "configs", overrides)
 	}
 	return code, msg
+}
+
+// incrementalDelete is IncrementalAlterConfigs' DELETE operation.
+const incrementalDelete = 1
+
+func onlyDeletes(cs []kmsg.IncrementalAlterConfigsRequestResourceConfig) bool {
+	for _, c := range cs {
+		if c.Op != incrementalDelete {
+			return false
+		}
+	}
+	return true
 }
