@@ -1,0 +1,125 @@
+package interop
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Network partitions of a partition's leader (issue 20): three brokers and
+// ZooKeeper each on their own loopback address of a chaos harness run
+// (startBrokerClusterOnNetwork), cut apart with nft rules while franz-go
+// producers (acks=all, idempotent, min ISR 2) record a history. The test's
+// own clients stay at 127.0.0.1 and still reach the cut-off leader, so the
+// old leader keeps receiving produces after its epoch ended: it must never
+// acknowledge one to acks=all, and after the heal it truncates what it
+// wrote alone and follows the new leader.
+
+// TestClusterLeaderPartitioned: the leader is partitioned (both ways) from
+// ZooKeeper and from both followers for longer than its ZooKeeper session;
+// the followers elect one of them; raw acks=all produces of marked values
+// sent to the old leader meanwhile are never acknowledged; after the heal
+// no acknowledged write is lost, no offset holds two values, the replicas'
+// batches are identical and no log holds a marked value.
+func TestClusterLeaderPartitioned(t *testing.T) {
+	partitionLeader(t, "leader-partitioned", false)
+}
+
+// TestClusterLeaderCutOneWay is TestClusterLeaderPartitioned with the cut
+// one way only: the leader's packets to ZooKeeper and the followers are
+// dropped, theirs to it still arrive (TCP stalls both ways all the same:
+// nothing the leader sends, acks included, gets through).
+func TestClusterLeaderCutOneWay(t *testing.T) {
+	partitionLeader(t, "leader-cut-one-way", true)
+}
+
+func partitionLeader(t *testing.T, scenario string, oneWay bool) {
+	started := time.Now()
+	c := startBrokerClusterOnNetwork(t, scenario, 3)
+	nw := c.net.run.Net
+	h := newClusterHistory(t)
+	topic := faultTopic(t, c, "partitioned", nil)
+	prod := h.producers(faultProducer(c), topic, 2)
+	t.Cleanup(prod.halt)
+
+	v := c.fullISR(topic, 1, c.ids()[0], c.ids()...)[0]
+	old := v.Leader
+	live := others(c.ids(), old)
+	prod.awaitAcked(100, "before the partition")
+	zkHost, _, _ := strings.Cut(c.net.zk.HostPort, ":")
+	peers := []string{zkHost, c.net.addrs[live[0]], c.net.addrs[live[1]]}
+	if oneWay {
+		for _, p := range peers {
+			if err := nw.Cut(c.net.addrs[old], p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else if err := nw.Partition([]string{c.net.addrs[old]}, peers); err != nil {
+		t.Fatal(err)
+	}
+	cutAt := time.Now()
+	c.net.run.Note(fmt.Sprintf("broker%d", old), "partitioned", fmt.Sprint(nw.Faults()))
+	step(t, started, "leader %d (%s) cut off: %v", old, c.net.addrs[old], nw.Faults())
+
+	// Marked produces sent to the old leader at once, in its old epoch
+	// (before the others notice), and more after the new leader is elected.
+	var marked []string
+	var answers []func() string
+	send := func(phase string) {
+		for i := range 4 {
+			value := fmt.Sprintf("cutoff-%s-%d", phase, i)
+			marked = append(marked, value)
+			answers = append(answers, c.sendProduce(old, topic, 0, value))
+		}
+	}
+	send("early")
+	after := c.waitLeaders(topic, 1, live...)[0]
+	step(t, started, "broker %d leads in epoch %d (was %d in %d)", after.Leader, after.Epoch, old, v.Epoch)
+	if after.Epoch <= v.Epoch || after.Leader == old {
+		t.Fatalf("leader %d epoch %d after the partition, %d epoch %d before", after.Leader, after.Epoch, old, v.Epoch)
+	}
+	send("late")
+	prod.awaitAcked(50, "new leader")
+	// Keep the cut well past the old leader's ZooKeeper session.
+	if rest := 3*clusterSession - time.Since(cutAt); rest > 0 {
+		time.Sleep(rest)
+	}
+	answered := make(chan string, len(answers))
+	for _, answer := range answers {
+		go func() { answered <- answer() }()
+	}
+	if err := nw.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c.net.run.Note("network", "healed", "")
+	step(t, started, "healed after %v", time.Since(cutAt).Round(100*time.Millisecond))
+	codes := map[string]int{}
+	for range answers {
+		select {
+		case got := <-answered:
+			if strings.HasPrefix(got, "ok") {
+				t.Errorf("the cut-off leader %d acknowledged a marked value to acks=all: %s", old, got)
+			}
+			codes[strings.SplitN(got, ":", 2)[0]]++
+		case <-time.After(45 * time.Second):
+			t.Fatalf("the cut-off leader %d never answered its acks=all produces", old)
+		}
+	}
+	step(t, started, "the old leader %d answered its %d marked acks=all produces: %v", old, len(answers), codes)
+
+	ends := heal(t, c, topic, prod)
+	finish(t, c, h, topic, ends, prod, 1, started)
+	truncations := 0
+	for _, line := range strings.Split(c.brokers[old].Output(), "\n") {
+		if strings.Contains(line, topic) && strings.Contains(line, "msg=truncated") {
+			truncations++
+		}
+	}
+	t.Logf("truncations logged by the old leader %d: %d", old, truncations)
+	for _, id := range c.ids() {
+		if found := c.holding(id, topic, marked); len(found) > 0 {
+			t.Errorf("broker %d's log holds %q, written by the cut-off leader: not truncated", id, found)
+		}
+	}
+}
