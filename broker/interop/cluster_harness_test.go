@@ -81,6 +81,15 @@ func startBrokerCluster(t *testing.T, n int, props ...string) *brokerCluster {
 func startBrokerClusterOnNetwork(t *testing.T, scenario string, n int, props ...string) *brokerCluster {
 	t.Helper()
 	run := harness.NewRun(t, scenario, 30*time.Second)
+	// NewRun builds the harness's own sluice binary, which only
+	// harness.Main removes; this package's TestMain is kafka.Main, and its
+	// brokers run kafka.SluiceBinary, so the harness's copy is removed
+	// here (NewRun only asks for its path, it never runs it again).
+	t.Cleanup(func() {
+		if dir := filepath.Dir(harness.SluiceBinary(t)); strings.HasPrefix(filepath.Base(dir), "sluice-chaos-bin-") {
+			os.RemoveAll(dir)
+		}
+	})
 	z := run.ZooKeeper("zk", run.WorkDir("zk"))
 	if err := z.Start(); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func partitionLeader(t *testing.T, scenario string, oneWay bool) {
 	started := time.Now()
 	c := startBrokerClusterOnNetwork(t, scenario, 3)
 	nw := c.net.run.Net
+	step(t, started, "ZooKeeper at %s, brokers at %v", c.net.zk.HostPort, c.bootstrap())
 	h := newClusterHistory(t)
 	topic := faultTopic(t, c, "partitioned", nil)
 	prod := h.producers(faultProducer(c), topic, 2)
@@ -85,6 +86,12 @@ func partitionLeader(t *testing.T, scenario string, oneWay bool) {
 	if rest := 3*clusterSession - time.Since(cutAt); rest > 0 {
 		time.Sleep(rest)
 	}
+	// What the old leader wrote alone, read from its data directory while
+	// it is still cut off: what the heal must truncate.
+	held := c.holding(old, topic, marked)
+	if len(held) == 0 {
+		t.Errorf("the cut-off leader %d appended none of the %d marked values: its truncation is not exercised", old, len(marked))
+	}
 	answered := make(chan string, len(answers))
 	for _, answer := range answers {
 		go func() { answered <- answer() }()
@@ -106,7 +113,7 @@ func partitionLeader(t *testing.T, scenario string, oneWay bool) {
 			t.Fatalf("the cut-off leader %d never answered its acks=all produces", old)
 		}
 	}
-	step(t, started, "the old leader %d answered its %d marked acks=all produces: %v", old, len(answers), codes)
+	step(t, started, "the old leader %d held %d of the %d marked values while cut off; it answered them: %v", old, len(held), len(answers), codes)
 
 	ends := heal(t, c, topic, prod)
 	finish(t, c, h, topic, ends, prod, 1, started)
