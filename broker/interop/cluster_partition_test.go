@@ -2,9 +2,12 @@ package interop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Network partitions of a partition's leader (issue 20): three brokers and
@@ -129,4 +132,72 @@ func partitionLeader(t *testing.T, scenario string, oneWay bool) {
 			t.Errorf("broker %d's log holds %q, written by the cut-off leader: not truncated", id, found)
 		}
 	}
+}
+
+// TestClusterLeaderCutFromFollowers: the leader's packets to both
+// followers are dropped (one way; ZooKeeper still reaches it and it keeps
+// its session). The followers fetch but receive nothing, so after
+// replica.lag.time.max.ms the leader shrinks the ISR to itself, stays the
+// leader in the same epoch, and with min ISR 2 answers acks=all produces
+// NOT_ENOUGH_REPLICAS and acknowledges none; after the heal the followers
+// catch up, the ISR is full again, and the history and the replicas'
+// batches check out.
+func TestClusterLeaderCutFromFollowers(t *testing.T) {
+	started := time.Now()
+	c := startBrokerClusterOnNetwork(t, "leader-cut-from-followers", 3, "replica.lag.time.max.ms=2000")
+	nw := c.net.run.Net
+	step(t, started, "ZooKeeper at %s, brokers at %v", c.net.zk.HostPort, c.bootstrap())
+	h := newClusterHistory(t)
+	topic := faultTopic(t, c, "cutfollowers", nil)
+	prod := h.producers(faultProducer(c), topic, 2)
+	t.Cleanup(prod.halt)
+
+	v := c.fullISR(topic, 1, c.ids()[0], c.ids()...)[0]
+	leader := v.Leader
+	prod.awaitAcked(100, "before the cut")
+	for _, f := range others(c.ids(), leader) {
+		if err := nw.Cut(c.net.addrs[leader], c.net.addrs[f]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutAt := time.Now()
+	c.net.run.Note(fmt.Sprintf("broker%d", leader), "cut", fmt.Sprint(nw.Faults()))
+	step(t, started, "leader %d (%s) cut from its followers: %v", leader, c.net.addrs[leader], nw.Faults())
+	eventually(t, 30*time.Second, "the ISR shrinks to the leader alone", func() error {
+		for _, id := range c.ids() {
+			pv, err := c.topicView(id, topic)
+			if err != nil {
+				return err
+			}
+			if got := pv[0]; got.Leader != leader || got.Epoch != v.Epoch || !slices.Equal(got.ISR, []int32{leader}) {
+				return fmt.Errorf("broker %d answers leader %d epoch %d ISR %v", id, got.Leader, got.Epoch, got.ISR)
+			}
+		}
+		return nil
+	})
+	shrunk := prod.ok.Load()
+	step(t, started, "ISR [%d] after %v; %d produces acknowledged so far", leader, time.Since(cutAt).Round(100*time.Millisecond), shrunk)
+	codes := map[string]int{}
+	for i := range 4 {
+		got := c.sendProduce(leader, topic, 0, fmt.Sprintf("below-min-isr-%d", i))()
+		codes[strings.SplitN(got, ":", 2)[0]]++
+		if !strings.HasPrefix(got, kerr.NotEnoughReplicas.Message) {
+			t.Errorf("an acks=all produce to leader %d with ISR [%d] and min ISR 2 was answered %q, want NOT_ENOUGH_REPLICAS", leader, leader, got)
+		}
+	}
+	time.Sleep(clusterSession)
+	if acked := prod.ok.Load() - shrunk; acked > 0 {
+		t.Errorf("%d produces were acknowledged to acks=all while the ISR was [%d] (min ISR 2)", acked, leader)
+	}
+	if pv, err := c.topicView(leader, topic); err != nil || pv[0].Leader != leader || pv[0].Epoch != v.Epoch {
+		t.Errorf("after %v cut from its followers: %+v %v; want broker %d still leading in epoch %d", time.Since(cutAt).Round(100*time.Millisecond), pv, err, leader, v.Epoch)
+	}
+	step(t, started, "leader %d answered its acks=all produces below min ISR: %v", leader, codes)
+	if err := nw.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c.net.run.Note("network", "healed", "")
+	step(t, started, "healed after %v", time.Since(cutAt).Round(100*time.Millisecond))
+	ends := heal(t, c, topic, prod)
+	finish(t, c, h, topic, ends, prod, 1, started)
 }
