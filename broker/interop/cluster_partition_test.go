@@ -17,7 +17,10 @@ import (
 // own clients stay at 127.0.0.1 and still reach the cut-off leader, so the
 // old leader keeps receiving produces after its epoch ended: it must never
 // acknowledge one to acks=all, and after the heal it truncates what it
-// wrote alone and follows the new leader.
+// wrote alone and follows the new leader. A leader cut from its followers
+// alone keeps its ZooKeeper session and its epoch: it shrinks the ISR to
+// itself and refuses acks=all below min.insync.replicas. Each scenario
+// fails with the harness's message when nft, cgroup2 or ip is missing.
 
 // TestClusterLeaderPartitioned: the leader is partitioned (both ways) from
 // ZooKeeper and from both followers for longer than its ZooKeeper session;
