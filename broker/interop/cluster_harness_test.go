@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/testdata/chaos/harness"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	zkharness "github.com/sluicehq/sluice/testdata/harness/zk"
 )
@@ -26,6 +27,18 @@ type brokerCluster struct {
 	zk      *zkharness.Server
 	connect string
 	brokers map[int32]*kafka.Sluice
+	// net is set by startBrokerClusterOnNetwork: the chaos harness's run
+	// whose network every broker and ZooKeeper sit on.
+	net *clusterNet
+}
+
+// clusterNet is where a cluster started on the chaos harness's network
+// lives: a run (its nft table and cgroups), ZooKeeper's node and each
+// broker's own address 127.0.S.N (without the port).
+type clusterNet struct {
+	run   *harness.Run
+	zk    *harness.ZooKeeper
+	addrs map[int32]string
 }
 
 // clusterSession is the brokers' ZooKeeper session timeout: a killed
@@ -56,6 +69,90 @@ func startBrokerCluster(t *testing.T, n int, props ...string) *brokerCluster {
 	})
 	c.waitBrokers(c.ids()...)
 	return c
+}
+
+// startBrokerClusterOnNetwork is startBrokerCluster with ZooKeeper and
+// each broker on its own loopback address of a chaos harness run
+// (testdata/chaos/harness: a cgroup per node whose sockets are SNATed to
+// the node's address), so that c.net.run.Net.Partition and Cut can cut any
+// pair of them. A broker is started through a shell wrapper that enters
+// its node's cgroup before it execs sluice (every socket it makes is the
+// node's) and listens on the node's address instead of 127.0.0.1.
+func startBrokerClusterOnNetwork(t *testing.T, scenario string, n int, props ...string) *brokerCluster {
+	t.Helper()
+	run := harness.NewRun(t, scenario, 30*time.Second)
+	// NewRun builds the harness's own sluice binary, which only
+	// harness.Main removes; this package's TestMain is kafka.Main, and its
+	// brokers run kafka.SluiceBinary, so the harness's copy is removed
+	// here (NewRun only asks for its path, it never runs it again).
+	t.Cleanup(func() {
+		if dir := filepath.Dir(harness.SluiceBinary(t)); strings.HasPrefix(filepath.Base(dir), "sluice-chaos-bin-") {
+			os.RemoveAll(dir)
+		}
+	})
+	z := run.ZooKeeper("zk", run.WorkDir("zk"))
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cgroup2, err := cgroup2Mount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &brokerCluster{t: t, connect: z.Connect("/sluice-test"), brokers: map[int32]*kafka.Sluice{},
+		net: &clusterNet{run: run, zk: z, addrs: map[int32]string{}}}
+	cfg := filepath.Join(t.TempDir(), "server.properties")
+	lines := append([]string{fmt.Sprintf("zookeeper.session.timeout.ms=%d", clusterSession.Milliseconds()),
+		"group.initial.rebalance.delay.ms=0"}, props...)
+	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := kafka.SluiceBinary(t)
+	for id := int32(1); id <= int32(n); id++ {
+		node := run.Reserve(fmt.Sprintf("broker%d", id))
+		procs := filepath.Join(cgroup2, run.Net.Table, node.Name, "cgroup.procs")
+		wrapper := filepath.Join(run.WorkDir("bin"), node.Name)
+		script := fmt.Sprintf("#!/bin/sh\n# %s: enter the node's cgroup, listen on its address\n"+
+			"echo $$ > %s || exit 1\n"+
+			"for a; do shift; [ \"$a\" = 127.0.0.1:0 ] && a=%s:0; set -- \"$@\" \"$a\"; done\n"+
+			"exec %s \"$@\"\n", node.Name, procs, node.Addr, bin)
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := kafka.StartSluiceProcess(wrapper, t.TempDir(), "--zookeeper", c.connect, "--node-id", fmt.Sprint(id), "--config", cfg, "--log-level", "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Stop)
+		if host, _, _ := strings.Cut(b.Addr, ":"); host != node.Addr {
+			t.Fatalf("broker %d listens on %s, not on its node's address %s", id, b.Addr, node.Addr)
+		}
+		c.brokers[id], c.net.addrs[id] = b, node.Addr
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, b := range c.brokers {
+				t.Logf("broker %d log (tail):\n%s", id, tailOf(b.Output(), 6000))
+			}
+			t.Logf("harness events:\n%v\nZooKeeper log (tail):\n%s", run.Events, tailOf(z.Log(), 3000))
+		}
+	})
+	c.waitBrokers(c.ids()...)
+	return c
+}
+
+// cgroup2Mount is where the cgroup2 file system is mounted (the harness
+// makes its run's cgroups there, under the run's nft table name).
+func cgroup2Mount() (string, error) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[2] == "cgroup2" {
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("no cgroup2 file system is mounted: the chaos harness's network needs one")
 }
 
 func tailOf(s string, n int) string {
