@@ -140,17 +140,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
 	produceNumbered(t, cl, 50, "before")
 
-	c.brokers[before.Leader].Kill()
-	var live []int32
-	for _, id := range c.ids() {
-		if id != before.Leader {
-			live = append(live, id)
-		}
-	}
-	after := c.waitLeaders(topic, 1, live...)[0]
-	if after.Leader == before.Leader || after.Epoch <= before.Epoch {
-		t.Fatalf("after the kill: leader %d epoch %d; before: leader %d epoch %d", after.Leader, after.Epoch, before.Leader, before.Epoch)
-	}
+	after, live := killLeader(t, c, topic, before)
 	if slices.Contains(after.ISR, before.Leader) || !slices.Equal(after.Offline, []int32{before.Leader}) {
 		t.Fatalf("after the kill: ISR %v offline %v; the killed broker %d must be out of the ISR and offline", after.ISR, after.Offline, before.Leader)
 	}

@@ -23,17 +23,7 @@ func TestClusterListOffsetsLeaderEpochs(t *testing.T) {
 	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
 	produceNumbered(t, cl, 50, "before")
 
-	c.brokers[before.Leader].Kill()
-	var live []int32
-	for _, id := range c.ids() {
-		if id != before.Leader {
-			live = append(live, id)
-		}
-	}
-	after := c.waitLeaders(topic, 1, live...)[0]
-	if after.Epoch <= before.Epoch {
-		t.Fatalf("leader epoch %d after the kill, %d before", after.Epoch, before.Epoch)
-	}
+	after, _ := killLeader(t, c, topic, before)
 	since := time.Now().UnixMilli()
 	produceNumbered(t, cl, 50, "after")
 
@@ -73,4 +63,23 @@ func TestClusterListOffsetsLeaderEpochs(t *testing.T) {
 			t.Errorf("%s: offset %d epoch %d, want offset %d epoch %d", c.name, sp.Offset, sp.LeaderEpoch, c.offset, c.epoch)
 		}
 	}
+}
+
+// killLeader kills -9 the leader of topic's partition 0 (as before saw it)
+// and waits until the live brokers agree on a new leader in a later epoch.
+// It returns that view and the live brokers.
+func killLeader(t *testing.T, c *brokerCluster, topic string, before partitionView) (partitionView, []int32) {
+	t.Helper()
+	c.brokers[before.Leader].Kill()
+	var live []int32
+	for _, id := range c.ids() {
+		if id != before.Leader {
+			live = append(live, id)
+		}
+	}
+	after := c.waitLeaders(topic, 1, live...)[0]
+	if after.Leader == before.Leader || after.Epoch <= before.Epoch {
+		t.Fatalf("after the kill: leader %d epoch %d; before: leader %d epoch %d", after.Leader, after.Epoch, before.Leader, before.Epoch)
+	}
+	return after, live
 }
