@@ -5,9 +5,7 @@ package interop
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"regexp"
 	"slices"
 	"strings"
@@ -320,7 +318,7 @@ func (c *brokerCluster) produceCode(id int32, topic string, p int32) int16 {
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = p
-	rp.Records = oneBatch(c.t)
+	rp.Records = batchOf("x")
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := c.request(id, req)
@@ -361,36 +359,4 @@ func (c *brokerCluster) fetchCode(id int32, topic string, p int32) int16 {
 		c.t.Fatal(err)
 	}
 	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
-}
-
-// oneBatch is a valid RecordBatch v2 of one record.
-func oneBatch(t *testing.T) []byte {
-	t.Helper()
-	var rec []byte
-	rec = append(rec, 0)               // attributes
-	rec = binary.AppendVarint(rec, 0)  // timestamp delta
-	rec = binary.AppendVarint(rec, 0)  // offset delta
-	rec = binary.AppendVarint(rec, -1) // null key
-	rec = binary.AppendVarint(rec, 1)  // value length
-	rec = append(rec, 'x')             // value
-	rec = binary.AppendVarint(rec, 0)  // headers
-	rec = append(binary.AppendVarint(nil, int64(len(rec))), rec...)
-	now := time.Now().UnixMilli()
-	b := binary.BigEndian.AppendUint64(nil, 0) // base offset
-	b = binary.BigEndian.AppendUint32(b, 0)    // length, below
-	b = binary.BigEndian.AppendUint32(b, 0)    // partition leader epoch
-	b = append(b, 2)                           // magic
-	b = binary.BigEndian.AppendUint32(b, 0)    // crc, below
-	b = binary.BigEndian.AppendUint16(b, 0)    // attributes
-	b = binary.BigEndian.AppendUint32(b, 0)    // last offset delta
-	b = binary.BigEndian.AppendUint64(b, uint64(now))
-	b = binary.BigEndian.AppendUint64(b, uint64(now))
-	b = binary.BigEndian.AppendUint64(b, ^uint64(0)) // producer id -1
-	b = binary.BigEndian.AppendUint16(b, ^uint16(0)) // producer epoch -1
-	b = binary.BigEndian.AppendUint32(b, ^uint32(0)) // base sequence -1
-	b = binary.BigEndian.AppendUint32(b, 1)          // records
-	b = append(b, rec...)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
 }
