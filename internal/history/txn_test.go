@@ -53,7 +53,9 @@ func TestTxnCheckAnomalies(t *testing.T) {
 			[]AnomalyKind{TxnPartial}},
 		{"committed value twice", func(_, f0, _ *[]Record) { *f0 = append(*f0, Record{Topic: "t", Partition: 0, Offset: 7, Value: "c1"}) },
 			[]AnomalyKind{Duplicate}},
-		{"value of no transaction", func(poll, _, _ *[]Record) { *poll = append(*poll, Record{Topic: "t", Partition: 0, Offset: 5, Value: "zz"}) },
+		{"value of no transaction", func(poll, _, _ *[]Record) {
+			*poll = append(*poll, Record{Topic: "t", Partition: 0, Offset: 5, Value: "zz"})
+		},
 			[]AnomalyKind{Phantom}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
