@@ -130,9 +130,11 @@ func abortedReads(h History, aborted map[string]int) []Anomaly {
 // holds some but not all of its values.
 func partialTxns(h History) []Anomaly {
 	var finals []*Op
+	var values []map[string]int // finals[i]'s values, made once
 	for i := range h {
 		if op := &h[i]; op.Kind == FinalRead && op.Outcome == OK {
 			finals = append(finals, op)
+			values = append(values, valueSet(op))
 		}
 	}
 	var out []Anomaly
@@ -141,11 +143,11 @@ func partialTxns(h History) []Anomaly {
 		if t.Kind != Txn || len(t.Records) < 2 {
 			continue
 		}
-		for _, f := range finals {
+		for j, f := range finals {
 			if f.Start <= t.End || !coversTxn(f, t) {
 				continue
 			}
-			vs := valueSet(f)
+			vs := values[j]
 			var in, missing []string
 			for _, r := range t.Records {
 				if vs[r.Value] > 0 {
