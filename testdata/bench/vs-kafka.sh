@@ -26,7 +26,8 @@
 # both clients commit transactions of the same size, against both brokers,
 # acks=all, 1 partition; then ConsumerPerformance with isolation.level
 # read_committed and read_uncommitted over the transactional topic on each
-# broker. TXN_RECORDS_100, TXN_RECORDS_1K are the records per run (default
+# broker, all the topic's records, CONSUME_REPEAT times (default 4).
+# TXN_RECORDS_100, TXN_RECORDS_1K are the records per produce run (default
 # 500000 and 100000), TXN_CONFIGS defaults to "100:100 1024:100 100:1000".
 # The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
 # JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
@@ -50,6 +51,7 @@ MODE=${MODE:-plain}
 TXN_CONFIGS=${TXN_CONFIGS:-"100:100 1024:100 100:1000"}
 TXN_RECORDS_100=${TXN_RECORDS_100:-500000}
 TXN_RECORDS_1K=${TXN_RECORDS_1K:-100000}
+CONSUME_REPEAT=${CONSUME_REPEAT:-4}
 
 log() { echo "[vs-kafka] $*" >&2; }
 die() { echo "vs-kafka: $*" >&2; exit 1; }
@@ -290,12 +292,21 @@ run_txn_config() { # size ms
   record "${size}B txn ${ms} ms ~ $txn rec" "ProducerPerformance" "$KP" "$SP"
   record "${size}B txn $txn rec" "sluice bench" "$KS" "$SS"
   # the same transactional data read both ways, alternately, on each broker
-  local KC=n/a KU=n/a SC=n/a SU=n/a
-  for i in $(seq 1 "$REPEAT"); do
-    r=$(perf_consume_iso "$KAFKA" "p$t" "$n" read_committed); keep KC "$r"
-    r=$(perf_consume_iso "$KAFKA" "p$t" "$n" read_uncommitted); keep KU "$r"
-    r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$n" read_committed); keep SC "$r"
-    r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$n" read_uncommitted); keep SU "$r"
+  # (all REPEAT x n records of the topic, CONSUME_REPEAT times, the order of
+  # the two isolation levels swapped every time: a one-second read is noisy)
+  local KC=n/a KU=n/a SC=n/a SU=n/a m=$((n * REPEAT))
+  for i in $(seq 1 "$CONSUME_REPEAT"); do
+    if [ $((i % 2)) = 1 ]; then
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_committed); keep KC "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_uncommitted); keep KU "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_committed); keep SC "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_uncommitted); keep SU "$r"
+    else
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_uncommitted); keep SU "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_committed); keep SC "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_uncommitted); keep KU "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_committed); keep KC "$r"
+    fi
   done
   echo "${size}B txn ${ms} ms|$KC|$KU|$SC|$SU" >>"$ISO_RESULTS"
   log "${size}B consume: kafka rc [$KC] ru [$KU]; sluice rc [$SC] ru [$SU]"
