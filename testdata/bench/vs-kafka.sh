@@ -18,6 +18,17 @@
 # the fixed-rate latency rows, COMPRESSION (the producers' codec: none, gzip,
 # snappy, lz4, zstd; both brokers then validate compressed batches), KEEP=1
 # keeps the work directory.
+# MODE=txn runs the transactional comparison instead (testdata/bench/vs-kafka.sh
+# with MODE=txn; README "Benchmarks", "Transactions"): for each TXN_CONFIGS
+# entry size:ms, ProducerPerformance --transactional-id --transaction-duration-ms
+# ms, and `sluice bench produce --transactional-id --txn-records N` with N the
+# records a Kafka transaction held in a calibration run (its records/s x ms), so
+# both clients commit transactions of the same size, against both brokers,
+# acks=all, 1 partition; then ConsumerPerformance with isolation.level
+# read_committed and read_uncommitted over the transactional topic on each
+# broker, all the topic's records, CONSUME_REPEAT times (default 4).
+# TXN_RECORDS_100, TXN_RECORDS_1K are the records per produce run (default
+# 500000 and 100000), TXN_CONFIGS defaults to "100:100 1024:100 100:1000".
 # The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
 # JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
 # group, and `sluice bench consume` (direct partition reads) beside it.
@@ -36,6 +47,11 @@ CONFIGS=${CONFIGS:-"100:1:1 100:1:all 100:6:1 100:6:all 1024:1:1 1024:1:all 1024
 FIXED=${FIXED:-1}
 COMPRESSION=${COMPRESSION:-none}
 KAFKA_HEAP=${KAFKA_HEAP:-"-Xms1g -Xmx1g"}
+MODE=${MODE:-plain}
+TXN_CONFIGS=${TXN_CONFIGS:-"100:100 1024:100 100:1000"}
+TXN_RECORDS_100=${TXN_RECORDS_100:-500000}
+TXN_RECORDS_1K=${TXN_RECORDS_1K:-100000}
+CONSUME_REPEAT=${CONSUME_REPEAT:-4}
 
 log() { echo "[vs-kafka] $*" >&2; }
 die() { echo "vs-kafka: $*" >&2; exit 1; }
@@ -146,13 +162,15 @@ sluice_produce() { # addr topic records size acks throughput
     --acks "$5" --throughput "$6" --compression "$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
 }
-GROUP_SEQ=0
+# A new group for every run: the runners run in $( ), so a counter kept in a
+# variable would not advance and a second run would join the first's group and
+# start from its committed offsets, at the end (no records: n/a).
+new_group() { echo "vs-kafka-$$-$(date +%s%N)"; }
 perf_consume() { # addr topic records
   local out
-  GROUP_SEQ=$((GROUP_SEQ + 1))
   # shellcheck disable=SC2086
   out=$(timeout 120 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$1" \
-    --topic "$2" --messages "$3" --timeout 20000 --group "vs-kafka-$GROUP_SEQ-$$" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+    --topic "$2" --messages "$3" --timeout 20000 --group "$(new_group)" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   # start, end, MB, MB.sec, nMsg, nMsg.sec, rebalance.ms, fetch.ms, fetch.MB.sec, fetch.nMsg.sec
   echo "$out" | awk -F', *' 'NF>=10 && $5+0>0 {print $10, $9, "-"; f=1} END{if(!f) print "n/a"}'
 }
@@ -160,6 +178,33 @@ sluice_consume() { # addr topic records
   local out
   out=$(timeout 120 "$SLUICE" bench consume --bootstrap "$1" --topic "$2" --records "$3" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
   echo "$out" | awk -F'[ ,()]+' '/records received/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1)}; print r, m, "-"; f=1} END{if(!f) print "n/a"}'
+}
+
+# Transactional produce: ProducerPerformance commits every ms milliseconds,
+# sluice bench every N records.
+perf_produce_txn() { # addr topic records size ms
+  local out
+  # shellcheck disable=SC2086
+  out=$(timeout 300 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$2" \
+    --num-records "$3" --record-size "$4" --throughput -1 --transactional-id "perf-txn-$$-$RANDOM" --transaction-duration-ms "$5" \
+    --producer-props bootstrap.servers="$1" acks=all compression.type="$COMPRESSION" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
+}
+sluice_produce_txn() { # addr topic records size txn_records
+  local out
+  out=$(timeout 300 "$SLUICE" bench produce --bootstrap "$1" --topic "$2" --records "$3" --record-size "$4" \
+    --acks all --compression "$COMPRESSION" --transactional-id "sbench-txn-$$-$RANDOM" --txn-records "$5" 2>>"$WORK/tools.log" | grep 'records sent' | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F'[ ,()]+' '/records sent/ {for(i=1;i<=NF;i++){ if($i=="records/sec") r=$(i-1); if($i=="MB/sec") m=$(i-1); if($i=="99th") p=$(i-2)}; print r, m, p; f=1} END{if(!f) print "n/a"}'
+}
+# ConsumerPerformance with isolation.level read_committed or read_uncommitted.
+perf_consume_iso() { # addr topic records isolation
+  local out
+  echo "isolation.level=$4" >"$WORK/consumer-$4.properties"
+  # shellcheck disable=SC2086
+  out=$(timeout 120 java $TOOL_JVM -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$1" \
+    --topic "$2" --messages "$3" --timeout 20000 --group "$(new_group)" \
+    --consumer.config "$WORK/consumer-$4.properties" 2>>"$WORK/tools.log" | tail -1) || { echo n/a; return; }
+  echo "$out" | awk -F', *' 'NF>=10 && $5+0>0 {print $10, $9, "-"; f=1} END{if(!f) print "n/a"}'
 }
 
 # pair runs a runner against Kafka and sluice alternately, REPEAT times each
@@ -219,6 +264,62 @@ run_config() { # size partitions acks
   fi
 }
 
+# keep sets $1's variable to the better of its value and $2 (records/s).
+keep() { local cur=${!1}; better "$2" "$cur" throughput && printf -v "$1" '%s' "$2"; return 0; }
+ISO_RESULTS="$WORK/isolation.txt"; : >"$ISO_RESULTS"
+run_txn_config() { # size ms
+  local size=$1 ms=$2 n i r cal krate txn
+  n=$TXN_RECORDS_100; [ "$size" -ge 1024 ] && n=$TXN_RECORDS_1K
+  local t="txn-$size-$ms"
+  for addr in "$KAFKA" "$SLUICE_ADDR"; do
+    "$SLUICE" topics create "p$t" --bootstrap "$addr" -p 1 >/dev/null
+    "$SLUICE" topics create "s$t" --bootstrap "$addr" -p 1 >/dev/null
+    "$SLUICE" topics create "cal$t" --bootstrap "$addr" -p 1 >/dev/null
+  done
+  # calibration: the records one of Kafka's transactions holds, its rate x ms
+  cal=$(perf_produce_txn "$KAFKA" "cal$t" "$n" "$size" "$ms")
+  [ "$cal" = n/a ] && die "ProducerPerformance --transactional-id against Kafka failed (see $WORK/tools.log, KEEP=1)"
+  krate=${cal%% *}
+  txn=$(awk -v r="$krate" -v ms="$ms" 'BEGIN{n=int(r*ms/1000+0.5); if(n<1)n=1; print n}')
+  log "txn ${size}B ${ms} ms: Kafka calibration $krate records/s, so $txn records a transaction"
+  local KP=n/a SP=n/a KS=n/a SS=n/a
+  for i in $(seq 1 "$REPEAT"); do
+    r=$(perf_produce_txn "$KAFKA" "p$t" "$n" "$size" "$ms"); keep KP "$r"
+    r=$(perf_produce_txn "$SLUICE_ADDR" "p$t" "$n" "$size" "$ms"); keep SP "$r"
+    r=$(sluice_produce_txn "$KAFKA" "s$t" "$n" "$size" "$txn"); keep KS "$r"
+    r=$(sluice_produce_txn "$SLUICE_ADDR" "s$t" "$n" "$size" "$txn"); keep SS "$r"
+  done
+  record "${size}B txn ${ms} ms ~ $txn rec" "ProducerPerformance" "$KP" "$SP"
+  record "${size}B txn $txn rec" "sluice bench" "$KS" "$SS"
+  # the same transactional data read both ways, alternately, on each broker
+  # (all REPEAT x n records of the topic, CONSUME_REPEAT times, the order of
+  # the two isolation levels swapped every time: a one-second read is noisy)
+  local KC=n/a KU=n/a SC=n/a SU=n/a m=$((n * REPEAT))
+  for i in $(seq 1 "$CONSUME_REPEAT"); do
+    if [ $((i % 2)) = 1 ]; then
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_committed); keep KC "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_uncommitted); keep KU "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_committed); keep SC "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_uncommitted); keep SU "$r"
+    else
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_uncommitted); keep SU "$r"
+      r=$(perf_consume_iso "$SLUICE_ADDR" "p$t" "$m" read_committed); keep SC "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_uncommitted); keep KU "$r"
+      r=$(perf_consume_iso "$KAFKA" "p$t" "$m" read_committed); keep KC "$r"
+    fi
+  done
+  echo "${size}B txn ${ms} ms|$KC|$KU|$SC|$SU" >>"$ISO_RESULTS"
+  log "${size}B consume: kafka rc [$KC] ru [$KU]; sluice rc [$SC] ru [$SU]"
+}
+
+if [ "$MODE" = txn ]; then
+  CONFIGS=""; FIXED=0
+  for c in $TXN_CONFIGS; do
+    IFS=: read -r size ms <<<"$c"
+    run_txn_config "$size" "$ms"
+  done
+fi
+
 for c in $CONFIGS; do
   IFS=: read -r size parts acks <<<"$c"
   run_config "$size" "$parts" "$acks"
@@ -246,7 +347,11 @@ num() { case "$1" in ''|*[!0-9.]*) echo "${1:--}" ;; *) printf "%.${2}f" "$1" ;;
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a+0 > 0) printf "%.2f", b/a; else printf "-" }'; }
 echo
 echo "sluice vs Apache Kafka 4.1 (single node, $(nproc) cores, $(date -u +%Y-%m-%d)); ratio = sluice/Kafka"
-echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB, compression ${COMPRESSION}; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
+if [ "$MODE" = txn ]; then
+  echo "transactional: ${TXN_RECORDS_100} x 100 B, ${TXN_RECORDS_1K} x 1 KiB per run, acks=all, 1 partition, compression ${COMPRESSION}; best of ${REPEAT}"
+else
+  echo "records: ${RECORDS_100} x 100 B, ${RECORDS_1K} x 1 KiB, compression ${COMPRESSION}; consumer figures exclude the group join (ConsumerPerformance fetch.* columns)"
+fi
 echo
 ROWFMT='| %-28s | %-19s | %12s | %12s | %5s | %10s | %11s | %5s | %10s | %10s | %5s |\n'
 # shellcheck disable=SC2059
@@ -264,6 +369,17 @@ while IFS='|' read -r label client k s; do
 done <"$RESULTS"
 echo
 echo "p99 ratio column is Kafka/sluice (above 1: sluice's p99 is lower)."
+if [ -s "$ISO_RESULTS" ]; then
+  echo
+  echo "ConsumerPerformance over the transactional topic (fetch.nMsg.sec); x = read_committed/read_uncommitted"
+  printf '| %-22s | %12s | %12s | %5s | %12s | %12s | %5s |\n' "data" "Kafka rc" "Kafka ru" "x" "sluice rc" "sluice ru" "x"
+  printf '| %-22s | %12s | %12s | %5s | %12s | %12s | %5s |\n' "---" "---:" "---:" "---:" "---:" "---:" "---:"
+  while IFS='|' read -r label kc ku sc su; do
+    kc=$(num "${kc%% *}" 0); ku=$(num "${ku%% *}" 0); sc=$(num "${sc%% *}" 0); su=$(num "${su%% *}" 0)
+    printf '| %-22s | %12s | %12s | %5s | %12s | %12s | %5s |\n' "$label" "$kc" "$ku" "$(ratio "$ku" "$kc")" "$sc" "$su" "$(ratio "$su" "$sc")"
+  done <"$ISO_RESULTS"
+  echo
+fi
 printf '| %-14s | %11s | %11s | %5s |\n' "broker RSS" "Kafka" "sluice" "x"
 printf '| %-14s | %11s | %11s | %5s |\n' "---" "---:" "---:" "---:"
 printf '| %-14s | %7s MiB | %7s MiB | %5s |\n' "peak (VmHWM)" "$KH" "$SH" "$(ratio "$KH" "$SH")"
