@@ -206,7 +206,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			// The clock was stepped back: deadlines taken on the old
 			// reading lie too far ahead. Rescan now, and move the
 			// @every jobs' next runs back with it.
-			s.steppedBack(back)
+			s.steppedBack(now, back)
 			nextScan = now
 		}
 		last = now
@@ -234,16 +234,28 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // steppedBack moves the next run of every @every job back by d, the step
-// the clock was set back by, so that it keeps its distance in elapsed time
-// (a wall-clock schedule keeps its tick: an hourly job still runs at the
-// hour the clock now shows, and a tick already run is not run again).
-func (s *Scheduler) steppedBack(d time.Duration) {
+// the clock was set back by, so that it keeps its distance in elapsed time.
+// A wall-clock schedule takes its next tick afresh from the reading now
+// when d is at least MinInterval: its tick was taken on the old reading,
+// which may lie far ahead (a clock stepped forward an hour and put right
+// would otherwise run no load for that hour). The tick that ran just before
+// the step may then run again, which a load takes in its stride (it
+// commits offset ranges, exactly once); a step smaller than MinInterval
+// (an NTP correction) keeps the tick, so it is not run twice.
+func (s *Scheduler) steppedBack(now time.Time, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.log.Warn("the clock stepped back: rescanning, @every jobs keep their interval", "by", d)
-	for _, js := range s.jobs {
-		if _, every := js.schedule.(cron.ConstantDelaySchedule); every && !js.next.IsZero() {
+	s.log.Warn("the clock stepped back: rescanning, @every jobs keep their interval, wall-clock jobs take their next tick from the new reading", "by", d)
+	for name, js := range s.jobs {
+		if js.next.IsZero() {
+			continue
+		}
+		if _, every := js.schedule.(cron.ConstantDelaySchedule); every {
 			js.next = js.next.Add(-d)
+		} else if d >= s.opts.MinInterval {
+			if next := s.tickAfter(name, js.schedule, time.Time{}, now); !next.IsZero() && next.Before(js.next) {
+				js.next = next
+			}
 		}
 	}
 }

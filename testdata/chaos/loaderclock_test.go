@@ -81,22 +81,17 @@ func TestLoaderClockJumps(t *testing.T) {
 		ends[rg.Partition] = rg.End
 	}
 	r.Note("loader", "catching up", fmt.Sprintf("to high watermarks %v", ends))
-	// A cron tick the leader ran while its clock was ahead is not run again
-	// when the clock is put right (scheduler.steppedBack: wall-clock ticks
-	// keep their times), so after a step forward and back the leader waits
-	// out the step before its next run. The schedulers get catchUp; then
-	// they are restarted (their ticks taken afresh on clocks now right).
-	const catchUp = 5 * time.Second
+	// Once the clocks are put right the leader must go on loading: a cron
+	// tick taken while its clock was ahead is taken afresh when the clock
+	// steps back (scheduler.steppedBack). Before that, a step forward and
+	// back stalled the loads for the length of the step.
+	const catchUp = 20 * time.Second
 	wctx, wcancel := context.WithTimeout(ctx, catchUp)
 	stalled := waitLoaded(wctx, out, ends)
 	wcancel()
 	if stalled != nil {
-		r.Note("loader", "stalled", fmt.Sprintf("loads did not catch up within %s of the clocks being put right (%v): schedulers restarted", catchUp, stalled))
-		stopSchedulers()
-		stopSchedulers = startClockedSchedulers(ctx, t, r, clocks, connect, jobsDir)
-		if err := waitLoaded(ctx, out, ends); err != nil {
-			t.Error(err)
-		}
+		r.Note("loader", "stalled", fmt.Sprintf("loads did not catch up within %s of the clocks being put right (%v)", catchUp, stalled))
+		t.Errorf("loads stalled after the clocks were put right: not caught up within %s: %v", catchUp, stalled)
 	}
 	stopSchedulers()
 	op := rec.Invoke(0, history.LoadRead)
@@ -155,8 +150,7 @@ func TestLoaderClockJumps(t *testing.T) {
 		t.Logf("observed: %s", msg)
 	}
 	if stalled != nil {
-		notes = append(notes, fmt.Sprintf("liveness: the loads stalled after the clock steps (not caught up %s after the faults); restarted schedulers caught up", catchUp))
-		t.Logf("the loads stalled after the clock steps, caught up after a restart of the schedulers: %v", stalled)
+		notes = append(notes, fmt.Sprintf("liveness: the loads stalled after the clock steps (not caught up %s after the faults)", catchUp))
 	}
 	report(t, r, sched, h, res, st, harness.Report{History: historyPath(r), Notes: notes})
 	if marked == 0 {
