@@ -121,15 +121,7 @@ func (s *Server) refuseGroups(kreq kmsg.Request) (whole kmsg.Response, refuse fu
 			}
 			return nil, nil
 		}
-		var kept []kmsg.OffsetFetchRequestGroup
-		var refused []string
-		for _, g := range req.Groups {
-			if s.coordinates(g.Group) {
-				kept = append(kept, g)
-			} else {
-				refused = append(refused, g.Group)
-			}
-		}
+		kept, refused := splitCoordinated(s, req.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group })
 		if len(refused) == 0 {
 			return nil, nil
 		}
@@ -143,14 +135,7 @@ func (s *Server) refuseGroups(kreq kmsg.Request) (whole kmsg.Response, refuse fu
 			}
 		}
 	case *kmsg.DescribeGroupsRequest:
-		var kept, refused []string
-		for _, id := range req.Groups {
-			if s.coordinates(id) {
-				kept = append(kept, id)
-			} else {
-				refused = append(refused, id)
-			}
-		}
+		kept, refused := splitCoordinated(s, req.Groups, func(id string) string { return id })
 		if len(refused) == 0 {
 			return nil, nil
 		}
@@ -164,14 +149,7 @@ func (s *Server) refuseGroups(kreq kmsg.Request) (whole kmsg.Response, refuse fu
 			}
 		}
 	case *kmsg.DeleteGroupsRequest:
-		var kept, refused []string
-		for _, id := range req.Groups {
-			if s.coordinates(id) {
-				kept = append(kept, id)
-			} else {
-				refused = append(refused, id)
-			}
-		}
+		kept, refused := splitCoordinated(s, req.Groups, func(id string) string { return id })
 		if len(refused) == 0 {
 			return nil, nil
 		}
@@ -233,4 +211,17 @@ func (s *Server) followGroups(leads map[partitionKey]bool) {
 			s.logger.Info("cluster: no longer coordinating the groups of an offsets partition", "partition", p)
 		}
 	}
+}
+
+// splitCoordinated splits a request's groups into those this broker
+// coordinates (kept, in order) and the ids of the others (refused).
+func splitCoordinated[T any](s *Server, groups []T, id func(T) string) (kept []T, refused []string) {
+	for _, g := range groups {
+		if s.coordinates(id(g)) {
+			kept = append(kept, g)
+		} else {
+			refused = append(refused, id(g))
+		}
+	}
+	return kept, refused
 }
