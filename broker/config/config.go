@@ -63,6 +63,10 @@ type Broker struct {
 	AutoLeaderRebalance       bool   // auto.leader.rebalance.enable: the preferred replica leads again once back in the ISR
 	ReplicaLagTimeMaxMs       int64  // replica.lag.time.max.ms: a follower this far behind leaves the ISR
 
+	// Security is listeners, TLS and SASL (listeners.go); not reported by
+	// DescribeConfigs.
+	Security Security
+
 	props map[string]string // everything that was set, raw
 }
 
@@ -126,7 +130,8 @@ func Default() Broker {
 			DeleteRetentionMs:    86400000,
 			MinInsyncReplicas:    1,
 		},
-		props: map[string]string{},
+		props:    map[string]string{},
+		Security: Security{SaslMaxReceiveSize: DefaultSaslMaxReceiveSize, SaslHandshakeTimeoutMs: 10000},
 	}
 }
 
@@ -367,6 +372,11 @@ func FromProperties(props map[string]string) (Broker, error) {
 			return Broker{}, fmt.Errorf("%w: %s: %v", ErrInvalid, k, err)
 		}
 	}
+	sec, err := parseSecurity(props)
+	if err != nil {
+		return Broker{}, err
+	}
+	b.Security = sec
 	// Kafka's KafkaConfig: the retention time from .ms, .minutes or .hours
 	// is -1 when negative and must not be 0.
 	if b.TopicDefaults.RetentionMs == 0 {
@@ -402,7 +412,7 @@ func (b Broker) Unknown() []string {
 		if a, ok := brokerAliases[k]; ok {
 			name = a
 		}
-		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) && !IsTxnProperty(name) {
+		if _, ok := findBrokerProp(name); !ok && !IsGroupProperty(name) && !IsTxnProperty(name) && !IsSecurityProperty(name) {
 			out = append(out, k)
 		}
 	}
