@@ -26,8 +26,9 @@ type FileStore struct {
 
 	mu     sync.Mutex // serialises writes; guards the fields below
 	topics map[string]Topic
-	fresh  bool  // topics.json did not exist at open
-	nextID int64 // first producer id of the next block to reserve
+	fresh  bool                         // topics.json did not exist at open
+	nextID int64                        // first producer id of the next block to reserve
+	users  map[string]map[string]string // users.json (users.go)
 }
 
 type topicsFileV1 struct {
@@ -52,7 +53,7 @@ type producerIDsFileV1 struct {
 // of older versions).
 func OpenFileStore(fsys vfs.FS, dir string) (*FileStore, error) {
 	s := &FileStore{fs: fsys, dir: dir, topics: map[string]Topic{}}
-	if _, err := vfs.RemoveTemporaries(fsys, dir, topicsFile, producerIDsFile); err != nil {
+	if _, err := vfs.RemoveTemporaries(fsys, dir, topicsFile, producerIDsFile, usersFile); err != nil {
 		return nil, storageErr("%s: %v", dir, err)
 	}
 	data, err := vfs.ReadFile(fsys, path.Join(dir, topicsFile))
@@ -91,7 +92,30 @@ func OpenFileStore(fsys vfs.FS, dir string) (*FileStore, error) {
 		}
 		s.nextID = f.NextBlock
 	}
+	if err := s.loadUsers(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// readFile reads name in the store's directory; nil, nil if it does not exist.
+func readFile(s *FileStore, name string) ([]byte, error) {
+	data, err := vfs.ReadFile(s.fs, path.Join(s.dir, name))
+	if vfs.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storageErr("read %s: %v", name, err)
+	}
+	return data, nil
+}
+
+// writeFile replaces name in the store's directory atomically and durably.
+func writeFile(s *FileStore, name string, data []byte) error {
+	if err := vfs.WriteFileAtomic(s.fs, s.dir, name, data); err != nil {
+		return storageErr("%v", err)
+	}
+	return nil
 }
 
 // Load implements Store.

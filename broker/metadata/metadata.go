@@ -15,9 +15,10 @@
 //	<data dir>/
 //	  topics.json        {"version":1,"topics":[{"name","id","partitions","configs"}...]}
 //	  producer-ids.json  {"version":1,"next_block":N}
+//	  users.json         {"version":1,"users":{NAME:{MECHANISM:CREDENTIAL}}} (users.go)
 //	  topics.json.tmp    a write in progress (vfs.WriteFileAtomic); removed at open
 //
-// Both files are replaced atomically and are durable when a method returns.
+// The files are replaced atomically and are durable when a method returns.
 // A version other than 1 is refused, never guessed at.
 package metadata
 

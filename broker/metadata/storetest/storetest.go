@@ -22,6 +22,39 @@ func Run(t *testing.T, factory Factory) {
 	t.Run("Topics", func(t *testing.T) { topics(t, factory(t)) })
 	t.Run("ProducerIDs", func(t *testing.T) { producerIDs(t, factory(t)) })
 	t.Run("ConcurrentProducerIDs", func(t *testing.T) { concurrentProducerIDs(t, factory(t)) })
+	t.Run("Users", func(t *testing.T) { users(t, factory(t)) })
+}
+
+// users: SetUser adds, replaces and removes a user's credentials, a
+// restart loads them, and removing a user with none is ErrUnknownUser.
+func users(t *testing.T, open func() metadata.Store) {
+	us, ok := open().(metadata.UserStore)
+	if !ok {
+		t.Fatal("the Store does not implement metadata.UserStore")
+	}
+	if got, err := us.Users(); err != nil || len(got) != 0 {
+		t.Fatalf("new store: users %v, %v", got, err)
+	}
+	alice := map[string]string{"SCRAM-SHA-512": "salt=YQ==,stored_key=x,server_key=y,iterations=4096"}
+	must(t, us.SetUser("alice", alice))
+	must(t, us.SetUser("bob", map[string]string{"SCRAM-SHA-256": "b1"}))
+	must(t, us.SetUser("bob", map[string]string{"SCRAM-SHA-256": "b2", "SCRAM-SHA-512": "b3"}))
+	us = open().(metadata.UserStore)
+	all, err := us.Users()
+	must(t, err)
+	if len(all) != 2 || all["alice"]["SCRAM-SHA-512"] != alice["SCRAM-SHA-512"] || all["bob"]["SCRAM-SHA-256"] != "b2" || all["bob"]["SCRAM-SHA-512"] != "b3" {
+		t.Fatalf("after restart: %v", all)
+	}
+	must(t, us.SetUser("alice", nil))
+	if err := us.SetUser("alice", nil); !errors.Is(err, metadata.ErrUnknownUser) {
+		t.Fatalf("removing a removed user: %v, want ErrUnknownUser", err)
+	}
+	if got, err := us.User("alice"); err != nil || got != nil {
+		t.Fatalf("removed user: %v, %v", got, err)
+	}
+	if got, err := open().(metadata.UserStore).User("bob"); err != nil || got["SCRAM-SHA-512"] != "b3" {
+		t.Fatalf("bob after restart: %v, %v", got, err)
+	}
 }
 
 // topics: create, duplicate, update, delete and unknown names behave the
