@@ -37,9 +37,12 @@ const DefaultShutdownTimeout = 30 * time.Second
 
 // Options configure a Broker.
 type Options struct {
-	DataDir string        // partition logs and metadata; created if missing (required)
-	Listen  string        // Kafka-protocol address; port 0 picks a free one
-	Config  config.Broker // broker properties; the zero value means config.Default()
+	DataDir string // partition logs and metadata; created if missing (required)
+	// Listen is the Kafka-protocol address of the first listener (of
+	// Config.Security.Listeners, or the only, PLAINTEXT one); port 0 picks a
+	// free one. The other listeners bind their own addresses.
+	Listen string
+	Config config.Broker // broker properties; the zero value means config.Default()
 	// MetricsListen serves Prometheus /metrics there; "" = no endpoint.
 	MetricsListen   string
 	Logger          *slog.Logger  // nil = slog.Default()
@@ -52,9 +55,10 @@ type Broker struct {
 	opts    Options
 	logger  *slog.Logger
 	srv     *server.Server
-	member  *member // nil on a single node
-	ln      net.Listener
-	mln     net.Listener // nil without MetricsListen
+	member  *member         // nil on a single node
+	ln      net.Listener    // the first listener
+	lns     []boundListener // every listener, the first first
+	mln     net.Listener    // nil without MetricsListen
 	metrics *http.Server
 }
 
@@ -73,29 +77,34 @@ func Start(opts Options) (*Broker, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
+	lns, err := bindListeners(opts)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listen %s: %w", opts.Listen, err)
+		return nil, err
 	}
-	b := &Broker{opts: opts, logger: opts.Logger, ln: ln}
+	closeAll := func() {
+		for _, l := range lns {
+			_ = l.ln.Close()
+		}
+	}
+	b := &Broker{opts: opts, logger: opts.Logger, ln: lns[0].ln, lns: lns}
 	sopts := server.Options{DataDir: opts.DataDir, Config: opts.Config, Logger: opts.Logger}
 	if opts.Config.ZookeeperConnect != "" {
-		if b.member, err = join(opts, ln.Addr()); err != nil {
-			_ = ln.Close()
+		if b.member, err = join(opts, lns); err != nil {
+			closeAll()
 			return nil, err
 		}
 		sopts.Cluster = b.member.node
 	}
 	srv, err := server.New(sopts)
 	if err != nil {
-		_ = ln.Close()
+		closeAll()
 		b.member.leave()
 		return nil, err
 	}
 	b.srv = srv
 	b.member.serve(srv)
 	fail := func(err error) (*Broker, error) {
-		_ = b.ln.Close()
+		closeAll()
 		_ = srv.Shutdown(context.Background())
 		b.member.leave()
 		return nil, err
@@ -111,8 +120,54 @@ func Start(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// Addr is the bound Kafka-protocol address.
+// Addr is the bound Kafka-protocol address of the first listener.
 func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// ListenerAddr is the bound address of the listener named name (Kafka's
+// listener name, such as SASL_SSL), nil if there is none.
+func (b *Broker) ListenerAddr(name string) net.Addr {
+	for _, l := range b.lns {
+		if l.name == name {
+			return l.ln.Addr()
+		}
+	}
+	return nil
+}
+
+// boundListener is one bound listener; name "" is the implicit PLAINTEXT
+// one of a configuration without listeners.
+type boundListener struct {
+	name string
+	ln   net.Listener
+}
+
+// bindListeners binds every listener: Options.Listen for the first.
+func bindListeners(opts Options) ([]boundListener, error) {
+	specs := opts.Config.Security.Listeners
+	if len(specs) == 0 {
+		ln, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("broker: listen %s: %w", opts.Listen, err)
+		}
+		return []boundListener{{"", ln}}, nil
+	}
+	var out []boundListener
+	for i, l := range specs {
+		addr := l.Addr
+		if i == 0 && opts.Listen != "" {
+			addr = opts.Listen
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, o := range out {
+				_ = o.ln.Close()
+			}
+			return nil, fmt.Errorf("broker: listener %s: listen %s: %w", l.Name, addr, err)
+		}
+		out = append(out, boundListener{l.Name, ln})
+	}
+	return out, nil
+}
 
 // MetricsAddr is the bound metrics address, nil without MetricsListen.
 func (b *Broker) MetricsAddr() net.Addr {
@@ -132,8 +187,10 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.logger.Info("metrics endpoint", "metrics_addr", b.mln.Addr().String(), "path", "/metrics")
 		go func() { _ = b.metrics.Serve(b.mln) }()
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- b.srv.Serve(b.ln) }()
+	serveErr := make(chan error, len(b.lns))
+	for _, l := range b.lns {
+		go func() { serveErr <- b.srv.ServeListener(l.ln, l.name) }()
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -162,7 +219,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.member.controlledShutdown(cctx, b.logger)
 	cancel()
 	err := b.srv.Shutdown(ctx)
-	_ = b.ln.Close()
+	for _, l := range b.lns {
+		_ = l.ln.Close()
+	}
 	b.member.leave()
 	if errors.Is(err, server.ErrClosed) {
 		return nil

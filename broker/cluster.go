@@ -29,11 +29,31 @@ type member struct {
 // join registers this broker in the cluster of opts.Config.ZookeeperConnect,
 // advertising the client listener (advertised.listeners, else the bound
 // address) for clients and replication alike.
-func join(opts Options, bound net.Addr) (*member, error) {
+// Every listener is registered as an endpoint (Metadata answers a client
+// the addresses of the listener it arrived on); followers replicate over
+// the inter-broker listener, which must be PLAINTEXT (server.New refuses
+// another).
+func join(opts Options, lns []boundListener) (*member, error) {
 	cfg := opts.Config
-	host, port, err := advertised(cfg.AdvertisedListener, bound)
+	host, port, err := advertised(cfg.AdvertisedListener, lns[0].ln.Addr())
 	if err != nil {
 		return nil, err
+	}
+	endpoints := []cluster.Endpoint{{Name: "PLAINTEXT", Host: host, Port: port}}
+	replication := "PLAINTEXT"
+	if specs := cfg.Security.Listeners; len(specs) > 0 {
+		endpoints = endpoints[:0]
+		ib := cfg.Security.InterBroker()
+		for i, l := range specs {
+			h, p, err := advertised(l.Advertised, lns[i].ln.Addr())
+			if err != nil {
+				return nil, err
+			}
+			endpoints = append(endpoints, cluster.Endpoint{Name: l.Name, Host: h, Port: p})
+			if l.Name == ib.Name {
+				host, port, replication = h, p, l.Name
+			}
+		}
 	}
 	m := &member{ready: make(chan struct{}), closed: make(chan struct{})}
 	ctx := context.Background()
@@ -41,8 +61,8 @@ func join(opts Options, bound net.Addr) (*member, error) {
 		Connect:        cfg.ZookeeperConnect,
 		SessionTimeout: time.Duration(cfg.ZookeeperSessionTimeoutMs) * time.Millisecond,
 		Broker: cluster.BrokerInfo{ID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack,
-			Endpoints: []cluster.Endpoint{{Name: "PLAINTEXT", Host: host, Port: port}}},
-		ReplicationListener:      "PLAINTEXT",
+			Endpoints: endpoints},
+		ReplicationListener:      replication,
 		UncleanLeaderElection:    cfg.TopicDefaults.UncleanLeaderElection,
 		AutoLeaderRebalance:      cfg.AutoLeaderRebalance,
 		DefaultReplicationFactor: int(cfg.DefaultReplicationFactor),

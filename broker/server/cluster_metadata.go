@@ -12,9 +12,9 @@ import (
 
 // metadataBrokers lists the brokers and the controller for Metadata: this
 // node alone on a single node, every live broker in cluster mode.
-func (s *Server) metadataBrokers() ([]kmsg.MetadataResponseBroker, int32) {
+func (s *Server) metadataBrokers(c *conn) ([]kmsg.MetadataResponseBroker, int32) {
 	if s.cluster == nil {
-		adv := s.advertised()
+		adv := s.advertisedFor(c)
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = s.cfg.NodeID, adv.host, int32(adv.port)
 		return []kmsg.MetadataResponseBroker{b}, s.cfg.NodeID
@@ -23,6 +23,13 @@ func (s *Server) metadataBrokers() ([]kmsg.MetadataResponseBroker, int32) {
 	for _, bi := range s.cluster.node.Brokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = bi.ID, bi.Host, bi.Port
+		if c != nil && c.l != nil {
+			for _, e := range bi.Endpoints { // the client's listener, as Kafka answers
+				if e.Name == c.l.name {
+					b.Host, b.Port = e.Host, e.Port
+				}
+			}
+		}
 		if bi.Rack != "" {
 			rack := bi.Rack
 			b.Rack = &rack

@@ -11,10 +11,13 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/security"
 )
 
 const (
@@ -31,10 +34,16 @@ const (
 // conn is one client connection.
 type conn struct {
 	s      *Server
-	nc     net.Conn
+	nc     net.Conn // the socket: deadlines and Close
+	io     net.Conn // what requests are read from and answers written to: nc, or TLS over it
+	l      *listener
 	ip     string // client address, for max.connections.per.ip
 	br     *bufio.Reader
 	logger *slog.Logger
+
+	auth          authState   // security.go; the processing goroutine's
+	authenticated atomic.Bool // also read by the reader and the handshake timer
+	authTimer     *time.Timer // closes a connection not authenticated in time; nil = none
 
 	ctx    context.Context // cancelled when the client goes away or at Shutdown
 	cancel context.CancelFunc
@@ -58,7 +67,7 @@ type frame struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 64<<10),
+	c := &conn{s: s, nc: nc, io: nc, l: s.listenerSpecs[0], br: bufio.NewReaderSize(nc, 64<<10),
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx, cancel: cancel,
 		frames: make(chan frame, frameQueue), done: make(chan struct{}), readerDone: make(chan struct{})}
@@ -94,6 +103,12 @@ func (c *conn) account(n int) {
 // a bad frame arrives or the server shuts down.
 func (c *conn) serve() {
 	defer c.s.connDone(c)
+	if !c.secure() {
+		c.stopAuthTimer()
+		c.cancel()
+		_ = c.nc.Close()
+		return
+	}
 	go c.readLoop()
 	for f := range c.frames {
 		err := c.handle(f)
@@ -101,7 +116,9 @@ func (c *conn) serve() {
 		putFrame(f.buf) // answered: nothing refers into it any more
 		c.s.reqMem.done(f.id, f.reserved)
 		if err != nil {
-			if errors.Is(err, ErrBadFrame) {
+			if errors.Is(err, errUnauthenticated) || errors.Is(err, security.ErrAuthentication) {
+				c.logger.Info("closing connection", "listener", c.l.name, "err", err)
+			} else if errors.Is(err, ErrBadFrame) {
 				c.s.metrics.badFrames.Inc()
 				c.logger.Warn("closing connection", "err", err)
 			} else if !isClosedConnErr(err) {
@@ -110,6 +127,7 @@ func (c *conn) serve() {
 			break
 		}
 	}
+	c.stopAuthTimer()
 	close(c.done)
 	c.account(0) // wake a reader waiting for room
 	c.cancel()
@@ -118,6 +136,12 @@ func (c *conn) serve() {
 	for f := range c.frames { // read but never handled
 		putFrame(f.buf)
 		c.s.reqMem.done(f.id, f.reserved)
+	}
+}
+
+func (c *conn) stopAuthTimer() {
+	if c.authTimer != nil {
+		c.authTimer.Stop()
 	}
 }
 
@@ -154,7 +178,20 @@ func (c *conn) readLoop() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > max {
+		lo, hi := int32(8), max
+		if c.l.sasl && c.needsAuth() {
+			// Before authentication: bare SASL tokens (SaslHandshake v0)
+			// may be short, and no frame exceeds sasl.server.max.receive.size.
+			lo, hi = 1, int32(min(int64(max), c.s.cfg.Security.SaslMaxReceiveSize))
+		}
+		if size < lo || size > hi {
+			if size > hi && hi < max {
+				c.s.metrics.badFrames.Inc()
+				c.logger.Warn("closing connection: frame before authentication above sasl.server.max.receive.size", "size", size, "sasl.server.max.receive.size", hi)
+				c.cancel()
+				_ = c.nc.Close()
+				return
+			}
 			c.s.metrics.badFrames.Inc()
 			c.logger.Warn("closing connection: request size out of range", "size", size, "socket.request.max.bytes", max)
 			c.cancel()
@@ -341,8 +378,14 @@ type requestContext struct {
 
 // handle decodes and answers one frame. An error closes the connection.
 func (c *conn) handle(f frame) (err error) {
+	if c.auth.rawTokens && c.needsAuth() {
+		return c.rawToken(f.buf)
+	}
 	hdr, body, err := parseHeader(f.buf)
 	if err != nil {
+		return err
+	}
+	if err := c.gate(hdr.key); err != nil {
 		return err
 	}
 	a := lookupAPI(hdr.key)
@@ -443,7 +486,7 @@ func appendResponseHeader(buf []byte, hdr header, flexible bool) []byte {
 
 func (c *conn) write(b []byte) error {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err := c.nc.Write(b)
+	_, err := c.io.Write(b)
 	return err
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func handleDescribeCluster(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
+func handleDescribeCluster(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
@@ -22,7 +22,7 @@ func handleDescribeCluster(s *Server, _ *requestContext, kreq kmsg.Request) (rep
 		resp.ErrorMessage = &msg
 		return kmsgReply{resp}, nil
 	}
-	brokers, controller := s.metadataBrokers()
+	brokers, controller := s.metadataBrokers(rc.conn)
 	resp.ClusterID, resp.ControllerID = s.cfg.ClusterID, controller
 	for _, mb := range brokers {
 		b := kmsg.NewDescribeClusterResponseBroker()

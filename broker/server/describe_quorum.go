@@ -17,11 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func handleDescribeQuorum(s *Server, _ *requestContext, kreq kmsg.Request) (reply, error) {
+func handleDescribeQuorum(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.DescribeQuorumRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	resp.ErrorCode = kerr.InvalidRequest.Code
-	_, controller := s.metadataBrokers()
+	_, controller := s.metadataBrokers(rc.conn)
 	msg := fmt.Sprintf("sluice runs on ZooKeeper, not KRaft: no metadata quorum to describe (controller: broker %d)", controller)
 	resp.ErrorMessage = &msg
 	return kmsgReply{resp}, nil

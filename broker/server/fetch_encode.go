@@ -162,7 +162,7 @@ func (r *fetchReply) send(c *conn, f *fetchFrame) error {
 		}
 		ref := f.refs[ri]
 		ri++
-		if _, err := r.topics[ref[0]].parts[ref[1]].region.WriteTo(c.nc); err != nil {
+		if _, err := r.topics[ref[0]].parts[ref[1]].region.WriteTo(c.io); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ func handleFindCoordinator(s *Server, rc *requestContext, kreq kmsg.Request) (re
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
-	addr := s.advertised()
+	addr := s.advertisedFor(rc.conn)
 	seen := map[string]bool{}
 	for _, key := range keys {
 		if seen[key] {

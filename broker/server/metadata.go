@@ -129,7 +129,7 @@ const authorizedOpsUnknown = -2147483648
 func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers, resp.ControllerID = s.metadataBrokers()
+	resp.Brokers, resp.ControllerID = s.metadataBrokers(rc.conn)
 	resp.ClusterID = &s.cfg.ClusterID
 	resp.AuthorizedOperations = authorizedOpsUnknown
 

@@ -25,6 +25,9 @@ type metrics struct {
 	queuedBytes   prometheus.Gauge
 	readWaits     prometheus.Counter
 	zeroCopyBytes prometheus.Counter
+	// authentications counts SASL and TLS authentications by listener,
+	// mechanism (PLAIN, SCRAM-SHA-512, TLS) and result (ok, failed, timeout).
+	authentications *prometheus.CounterVec
 
 	topics atomic.Pointer[registry] // for the log-end-offset collector
 }
@@ -59,11 +62,13 @@ func newMetrics() *metrics {
 			Help: "Request bytes reserved by frames read or being read and not yet answered (bounded by queued.max.request.bytes)."}),
 		readWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_request_memory_waits_total",
 			Help: "Times a connection stopped reading because queued.max.request.bytes was used up."}),
+		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_broker_authentications_total",
+			Help: "Authentications (SASL, TLS handshakes) by listener, mechanism and result (ok, failed, timeout)."}, []string{"listener", "mechanism", "result"}),
 		zeroCopyBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_broker_fetch_zero_copy_bytes_total",
 			Help: "Fetch record bytes handed to Region.WriteTo (sendfile from the segment file) rather than copied."}),
 	}
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.recordsIn, m.recordsOut, m.requests, m.latency,
-		m.connsActive, m.connsTotal, m.badFrames, m.zeroCopyBytes, m.connsRefused, m.acceptErrors, m.queuedBytes, m.readWaits, offsetCollector{m},
+		m.connsActive, m.connsTotal, m.badFrames, m.zeroCopyBytes, m.connsRefused, m.acceptErrors, m.queuedBytes, m.readWaits, m.authentications, offsetCollector{m},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

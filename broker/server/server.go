@@ -66,6 +66,11 @@ type Server struct {
 	cluster  *clusterView     // nil on a single node
 	replicas *replica.Manager // cluster mode (replication.go); nil = single node
 	txn      *txn.Coordinator
+	// listenerSpecs are the configured listeners (security.go), the
+	// default one (Serve) first; never empty.
+	listenerSpecs []*listener
+	users         metadata.UserStore // SCRAM credentials; nil if the store keeps none
+	usersMu       sync.Mutex         // serialises this broker's credential changes (read, change, write)
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -164,8 +169,21 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	specs, err := buildListeners(cfg)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
+	if opts.Cluster != nil {
+		if ib := cfg.Security.InterBroker(); ib != nil && ib.Protocol != config.Plaintext {
+			_ = mgr.Close()
+			unlock()
+			return nil, fmt.Errorf("server: inter-broker listener %s is %s: replication between sluice brokers speaks PLAINTEXT only; set inter.broker.listener.name to a PLAINTEXT listener", ib.Name, ib.Protocol)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
+	s := &Server{listenerSpecs: specs, users: userStore(opts.Metadata), opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups, txn: txns,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
 		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
@@ -204,7 +222,17 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 // errors (such as running out of file descriptors) are logged, counted and
 // retried with a backoff of up to a second. A connection beyond
 // max.connections or max.connections.per.ip is closed as it arrives.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
+
+// ServeListener is Serve for the listener of listeners named name ("" =
+// the first): its security protocol, and its advertised address in
+// Metadata and FindCoordinator answers to the clients that arrive on it.
+func (s *Server) ServeListener(ln net.Listener, name string) error {
+	spec, err := s.findListener(name)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -212,11 +240,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrClosed
 	}
 	s.listeners = append(s.listeners, ln)
-	if s.advertise == (hostPort{}) {
-		s.advertise = advertisedAddr(s.cfg.AdvertisedListener, ln.Addr())
+	spec.addr = advertisedAddr(spec.advertised, ln.Addr())
+	if s.advertise == (hostPort{}) && spec == s.listenerSpecs[0] {
+		s.advertise = spec.addr
 	}
+	adv := spec.addr
 	s.mu.Unlock()
-	s.logger.Info("listening", "addr", ln.Addr().String(), "advertised", s.advertised().String(), "node_id", s.cfg.NodeID)
+	s.logger.Info("listening", "listener", spec.name, "security_protocol", spec.protocol, "addr", ln.Addr().String(), "advertised", adv.String(), "node_id", s.cfg.NodeID)
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -251,6 +281,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		backoff = 0
 		ip := remoteIP(nc)
 		c := newConn(s, nc)
+		c.l = spec
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
