@@ -67,7 +67,7 @@ type frame struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &conn{s: s, nc: nc, io: nc, l: s.listenerSpecs[0], br: bufio.NewReaderSize(nc, 64<<10),
+	c := &conn{s: s, nc: nc, io: nc, l: s.listenerSpecs[0],
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 		ctx:    ctx, cancel: cancel,
 		frames: make(chan frame, frameQueue), done: make(chan struct{}), readerDone: make(chan struct{})}
@@ -109,6 +109,7 @@ func (c *conn) serve() {
 		_ = c.nc.Close()
 		return
 	}
+	c.br = bufio.NewReaderSize(c.io, c.readBufferSize())
 	go c.readLoop()
 	for f := range c.frames {
 		err := c.handle(f)
@@ -159,6 +160,9 @@ func (c *conn) readLoop() {
 	for {
 		if !c.waitForRoom() {
 			return
+		}
+		if c.br.Size() < readBuffer && c.br.Buffered() == 0 && !c.needsAuth() {
+			c.br = bufio.NewReaderSize(c.io, readBuffer) // authenticated: the full buffer
 		}
 		// connections.max.idle.ms bounds the wait for the next request. Set
 		// before checking for Shutdown, which cancels first and then sets a
@@ -218,6 +222,21 @@ func (c *conn) readLoop() {
 	}
 }
 
+// readBuffer is a connection's read buffer; one that has not authenticated
+// yet reads through a preAuthBuffer, so that many connections that never
+// authenticate cost little.
+const (
+	readBuffer    = 64 << 10
+	preAuthBuffer = 4 << 10
+)
+
+func (c *conn) readBufferSize() int {
+	if c.needsAuth() {
+		return preAuthBuffer
+	}
+	return readBuffer
+}
+
 // firstChunk is what must arrive of a frame before any buffer is allocated
 // for it: up to the connection's bufio buffer, which exists anyway.
 const firstChunk = 64 << 10
@@ -239,7 +258,7 @@ func (c *conn) readBody(id frameID, size int) (buf []byte, reserved int64, err e
 			reserved = 0
 		}
 	}()
-	if _, err := c.br.Peek(min(size, firstChunk)); err != nil {
+	if _, err := c.br.Peek(min(size, firstChunk, c.br.Size())); err != nil {
 		return nil, 0, err
 	}
 	grow := func(n int) error {

@@ -133,7 +133,6 @@ func (c *conn) secure() bool {
 		return false
 	}
 	c.io = tc
-	c.br.Reset(tc)
 	if !l.sasl {
 		c.auth.principal = l.tls.Principal(tc.ConnectionState())
 		c.s.metrics.authentications.WithLabelValues(l.name, "TLS", "ok").Inc()
