@@ -285,3 +285,8 @@ func userStore(st metadata.Store) metadata.UserStore {
 	us, _ := st.(metadata.UserStore)
 	return us
 }
+
+// LockDataDir takes the data directory's lock as a running broker holds it
+// (an error if a broker is running on it), for offline tools such as
+// `sluice users --data-dir`; call unlock when done.
+func LockDataDir(dir string) (unlock func(), err error) { return lockDataDir(dir) }

@@ -33,14 +33,14 @@ type secureServer struct {
 // protocol, and MTLS (SSL with client certificates required).
 func securityProps(pki *tlscerts.PKI) map[string]string {
 	return map[string]string{
-		"listeners":                      "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
-		"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"ssl.keystore.type":              "PEM",
-		"ssl.keystore.location":          pki.ServerFile,
-		"ssl.truststore.type":            "PEM",
-		"ssl.truststore.location":        pki.CAFile,
-		"listener.name.mtls.ssl.client.auth":           "required",
+		"listeners":                                      "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+		"listener.security.protocol.map":                 "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
+		"sasl.enabled.mechanisms":                        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"ssl.keystore.type":                              "PEM",
+		"ssl.keystore.location":                          pki.ServerFile,
+		"ssl.truststore.type":                            "PEM",
+		"ssl.truststore.location":                        pki.CAFile,
+		"listener.name.mtls.ssl.client.auth":             "required",
 		"listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=clients,.*$/$1/L,DEFAULT",
 	}
 }

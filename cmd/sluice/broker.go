@@ -76,6 +76,9 @@ leaderships to other in-sync replicas (controlled shutdown).`,
 			ctx, stop := stopSignals(syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "sluice broker listening on %s\n", b.Addr())
+			for _, l := range cfg.Security.Listeners {
+				fmt.Fprintf(cmd.OutOrStdout(), "listener %s (%s) on %s\n", l.Name, l.Protocol, b.ListenerAddr(l.Name))
+			}
 			ran := make(chan error, 1)
 			go func() { ran <- b.Run(ctx) }()
 			if registryListen != "" { // the schema registry, stored in this broker's _schemas topic
