@@ -22,6 +22,7 @@ func newRegistryCommand() *cobra.Command {
 		listen, bootstrap, topic, logLevel string
 		maxRequestBytes                    int64
 		startTimeout                       time.Duration
+		sec                                *securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "registry",
@@ -40,13 +41,21 @@ Prometheus metrics are at /metrics. SIGTERM or SIGINT stops it.`,
 			if err != nil {
 				return fmt.Errorf("registry: --bootstrap: %w", err)
 			}
+			security, err := sec.security()
+			if err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
+			clientOpts, err := security.Options()
+			if err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			startCtx, cancelStart := context.WithTimeout(ctx, startTimeout)
 			defer cancelStart()
 			stop, err := startRegistry(startCtx, cmd.OutOrStdout(), listen, schemaregistry.Options{
-				Bootstrap: seeds, Topic: topic, Logger: logger, MaxRequestBytes: maxRequestBytes,
+				Bootstrap: seeds, Topic: topic, Logger: logger, MaxRequestBytes: maxRequestBytes, ClientOpts: clientOpts,
 			})
 			if err != nil {
 				return fmt.Errorf("registry: %w", err)
@@ -63,6 +72,7 @@ Prometheus metrics are at /metrics. SIGTERM or SIGINT stops it.`,
 	f.Int64Var(&maxRequestBytes, "max-request-bytes", 1<<20, "largest request body accepted")
 	f.DurationVar(&startTimeout, "start-timeout", time.Minute, "give up if the brokers cannot be reached and the topic read within this time")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	sec = addSecurityFlags(f)
 	return cmd
 }
 
