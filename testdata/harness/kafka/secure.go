@@ -144,3 +144,27 @@ func SharedSecureKafka(t testing.TB) *SecureKafka {
 	}
 	return sharedSecure.kafka
 }
+
+// StartSecureKafka starts a SecureKafka owned by this test and stopped at
+// its cleanup.
+func StartSecureKafka(t testing.TB) *SecureKafka {
+	t.Helper()
+	var errs []error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		dir, err := os.MkdirTemp(t.TempDir(), "secure-kafka-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := StartSecureKafkaProcess(dir)
+		if err == nil {
+			t.Cleanup(k.Stop)
+			return k
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt+1, err))
+		if _, cpErr := Classpath(); cpErr != nil {
+			break
+		}
+	}
+	t.Fatal(errors.Join(errs...))
+	return nil
+}
