@@ -68,6 +68,10 @@ type Source struct {
 	// Isolation: read_committed (default: aborted transactions are skipped
 	// and planning stops at the last stable offset) | read_uncommitted.
 	Isolation string `yaml:"isolation"`
+	// Security is how the loader authenticates to and encrypts its
+	// connections with the cluster (see security.go). It does not change
+	// what a run writes, so it is left out of SpecFingerprint.
+	Security Security `yaml:"security" json:"-"`
 }
 
 // Decode says how record values are decoded.
@@ -375,6 +379,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Source.MaxRecordsPerTask < 0 || s.Source.MaxRecordsPerTask > maxRecordsPerTask {
 		return bad("source.max_records_per_task", "%d: must be 1 to %d", s.Source.MaxRecordsPerTask, int64(maxRecordsPerTask))
+	}
+	if err := s.validateSecurity(); err != nil {
+		return err
 	}
 	if err := s.validateDecode(bad, oneOf); err != nil {
 		return err
