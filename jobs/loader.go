@@ -271,7 +271,7 @@ func newDecoder(spec *Spec) (Decoder, error) {
 	switch d.Format {
 	case "avro":
 		if d.Registry != "" {
-			return newRegistryDecoder(d.Registry)
+			return newRegistryDecoder(spec)
 		}
 		s, err := readSchemaFile(spec.SchemaPath())
 		if err != nil {

@@ -3,8 +3,13 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluicehq/sluice/internal/kafka"
 )
@@ -118,4 +123,85 @@ func (s *Spec) KafkaSecurity() (kafka.Security, error) { return s.security(true)
 func (s *Spec) validateSecurity() error {
 	_, err := s.security(false)
 	return err
+}
+
+// RegistryAuth is decode.registry_auth: how the loader authenticates to a
+// schema registry that requires it (HTTP basic auth, Confluent's
+// basic.auth.user.info) and which CA signs its https certificate.
+//
+//	decode:
+//	  registry: https://registry.internal:8081
+//	  registry_auth: {username: loader, password_file: registry.pw, ca: ca.pem}
+type RegistryAuth struct {
+	// Username and the password's source, as in source.security.sasl.
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	// CA is a PEM file of the CAs that sign the registry's certificate.
+	CA string `yaml:"ca"`
+	// Cert and Key are a PEM client certificate and key, for a registry
+	// that asks for one.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+func (s *Spec) validateRegistryAuth() error {
+	a := s.Decode.RegistryAuth
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: decode.registry_auth.%s: %s", ErrSpec, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case a == RegistryAuth{}:
+		return nil
+	case s.Decode.Registry == "":
+		return fmt.Errorf("%w: decode.registry_auth: there is no decode.registry to authenticate to", ErrSpec)
+	case a.PasswordFile != "" && a.PasswordEnv != "":
+		return bad("password_file", "give password_file or password_env, not both")
+	case a.Username == "" && (a.PasswordFile != "" || a.PasswordEnv != ""):
+		return bad("username", "missing: a password needs its user")
+	case a.Username != "" && a.PasswordFile == "" && a.PasswordEnv == "":
+		return bad("password_file", "missing: give password_file or password_env for user %q", a.Username)
+	case (a.Cert == "") != (a.Key == ""):
+		return bad("key", "cert and key go together")
+	}
+	return nil
+}
+
+// registryClientOptions are the sr client options of decode.registry_auth,
+// with the password read.
+func (s *Spec) registryClientOptions() ([]sr.ClientOpt, error) {
+	a := s.Decode.RegistryAuth
+	var opts []sr.ClientOpt
+	if a.Username != "" {
+		var pw string
+		if a.PasswordFile != "" {
+			secret, err := kafka.ReadPasswordFile(s.path(a.PasswordFile))
+			if err != nil {
+				var se *kafka.SecurityError
+				if errors.As(err, &se) {
+					return nil, fmt.Errorf("%w: decode.registry_auth.password_file: %s", ErrSpec, se.Reason)
+				}
+				return nil, fmt.Errorf("%w: decode.registry_auth.password_file: %v", ErrSpec, err)
+			}
+			pw = secret.Reveal()
+		} else {
+			v, ok := os.LookupEnv(a.PasswordEnv)
+			if !ok || v == "" {
+				return nil, fmt.Errorf("%w: decode.registry_auth.password_env: $%s is not set", ErrSpec, a.PasswordEnv)
+			}
+			pw = v
+		}
+		opts = append(opts, sr.BasicAuth(a.Username, pw))
+	}
+	if a.CA != "" || a.Cert != "" {
+		// The TLS files are checked as kafka.Security checks them.
+		cfg, err := kafka.Security{Protocol: kafka.SSL, CA: s.path(a.CA), Cert: s.path(a.Cert), Key: s.path(a.Key)}.TLSConfig()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, func(f kafka.SecurityField) string {
+				return "decode.registry_auth." + strings.TrimPrefix(string(f), "tls.")
+			}))
+		}
+		opts = append(opts, sr.HTTPClient(&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}}))
+	}
+	return opts, nil
 }

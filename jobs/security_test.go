@@ -2,8 +2,11 @@ package jobs_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/testdata/harness/certs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
@@ -142,6 +148,18 @@ func TestSourceSecuritySpec(t *testing.T) {
 			t.Errorf("%s: got %v, want ...%s...", c.security, err, c.want)
 		}
 	}
+	for _, c := range []struct{ decode, want string }{
+		{"{format: string, registry_auth: {username: u, password_file: pw}}", "decode.registry_auth: there is no decode.registry"},
+		{"{format: avro, registry: http://r, registry_auth: {username: u}}", "decode.registry_auth.password_file: missing"},
+		{"{format: avro, registry: http://r, registry_auth: {password_env: X}}", "decode.registry_auth.username: missing"},
+		{"{format: avro, registry: http://r, registry_auth: {cert: c.pem}}", "decode.registry_auth.key: cert and key go together"},
+		{"{format: avro, registry: http://r, registry_auth: {username: u, password: p}}", "decode.registry_auth.password: unknown key"},
+	} {
+		_, err := jobs.ParseSpec([]byte("name: j\nsource: {topics: [t]}\ndecode: "+c.decode+"\noutput: {uri: /tmp/x}\n"), dir)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, jobs.ErrSpec) {
+			t.Errorf("%s: got %v, want ...%s...", c.decode, err, c.want)
+		}
+	}
 	s, err := jobs.ParseSpec([]byte(spec("{protocol: sasl_ssl, sasl: {mechanism: SCRAM-SHA-256, username: u, password_file: pw}}")), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -174,4 +192,101 @@ func mustSpec(t *testing.T, text, dir string) *jobs.Spec {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestLoadFromAuthenticatedRegistry: the loader decodes Confluent-framed
+// Avro through a `sluice registry` serving HTTPS with basic auth and
+// per-subject grants, with decode.registry_auth (password from a file);
+// a wrong password fails the run with the registry's 401, and the
+// password is in nothing the run wrote.
+func TestLoadFromAuthenticatedRegistry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	dir := t.TempDir()
+	ca, err := certs.NewCA("registry CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, _ := ca.Write(dir, "ca")
+	srv, _ := ca.Issue("registry", certs.Options{Hosts: []string{"127.0.0.1"}})
+	srvFiles, err := srv.Write(dir, "registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writerPW, loaderPW = "writer-Pw-91", "loader-Pw-27"
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	passwords := write("registry.passwords", "writer:plain:"+writerPW+"\nloader:plain:"+loaderPW+"\n")
+	roles := write("registry.roles", "writer * write\nloader authpv- read\n")
+	write("loader.pw", loaderPW+"\n")
+	port, err := kafka.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := exec.CommandContext(ctx, kafka.SluiceBinary(t), "registry", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--bootstrap", b.Addr,
+		"--registry-tls-cert", srvFiles.Cert, "--registry-tls-key", srvFiles.Key, "--registry-password-file", passwords, "--registry-roles-file", roles)
+	var regOut strings.Builder
+	reg.Stdout, reg.Stderr = &regOut, &regOut
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
+	url := fmt.Sprintf("https://127.0.0.1:%d", port)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	cl, err := sr.NewClient(sr.URLs(url), sr.BasicAuth("writer", writerPW),
+		sr.HTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text := pageViewSchema(t)
+	var id int
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ss, err := cl.CreateSchema(ctx, "authpv-value", sr.Schema{Schema: text, Type: sr.TypeAvro})
+		if err == nil {
+			id = ss.ID
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sluice registry did not answer at %s: %v\n%s", url, err, regOut.String())
+		}
+		time.Sleep(100 * time.Millisecond) // polling the registry's start, bounded by the deadline
+	}
+	recs, _ := pageViews(t, "authpv", 300, 2, time.Hour, id)
+	counts := produceAll(t, ctx, b.Addr, "authpv", 2, recs)
+
+	out := filepath.Join(dir, "out")
+	spec := writeJobFile(t, dir, fmt.Sprintf(pageViewJob, "pv-registry-auth", b.Addr, "authpv", 100,
+		fmt.Sprintf("registry: %s\n  registry_auth: {username: loader, password_file: loader.pw, ca: %s}", url, caFile), "file://"+out))
+	msg, err := exec.CommandContext(ctx, kafka.SluiceBinary(t), "load", "run", "--quiet", spec).CombinedOutput()
+	if err != nil {
+		t.Fatalf("load run: %v\n%s", err, msg)
+	}
+	checkExactlyOnce(t, out, "authpv", counts, true)
+	if strings.Contains(string(msg), loaderPW) {
+		t.Errorf("load run printed the registry password:\n%s", msg)
+	}
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), loaderPW) {
+				t.Errorf("the registry password is stored in %s", p)
+			}
+		}
+		return err
+	})
+
+	// A wrong password: the run fails on the registry's 401 (Unauthorized).
+	write("loader.pw", "wrong\n")
+	recs2, _ := pageViews(t, "authpv", 10, 2, time.Hour, id)
+	produceAll(t, ctx, b.Addr, "authpv", 0, recs2)
+	msg, err = exec.CommandContext(ctx, kafka.SluiceBinary(t), "load", "run", "--quiet", spec).CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), "schema registry: schema id 1: Unauthorized") {
+		t.Errorf("load run with a wrong registry password: %v\n%s", err, msg)
+	}
 }
