@@ -83,8 +83,8 @@ type Security struct {
 	// SkipHostnameVerification checks the broker's chain against CA but not
 	// its host name (Kafka's ssl.endpoint.identification.algorithm= empty).
 	SkipHostnameVerification bool
-	// InsecureSkipVerify checks nothing about the broker's certificate. For
-	// tests only; the job spec refuses it.
+	// InsecureSkipVerify checks nothing about the broker's certificate
+	// (tests only).
 	InsecureSkipVerify bool
 }
 
