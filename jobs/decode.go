@@ -224,8 +224,13 @@ type registryDecoder struct {
 	ids     map[avro.Schema]int
 }
 
-func newRegistryDecoder(url string) (*registryDecoder, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+func newRegistryDecoder(spec *Spec) (*registryDecoder, error) {
+	url := spec.Decode.Registry
+	opts, err := spec.registryClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode.registry %q: %v", ErrSpec, url, err)
 	}

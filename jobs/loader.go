@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/internal/avrocodec"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/kafka"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -156,7 +157,16 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if err := l.checkFixedSchema(); err != nil {
 		return nil, err
 	}
+	sec, err := spec.KafkaSecurity()
+	if err != nil {
+		return nil, err
+	}
+	secOpts, err := sec.Options()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, securityFieldName))
+	}
 	kopts := append([]kgo.Opt{kgo.SeedBrokers(spec.Source.Bootstrap...)}, inputformat.ClientOptions()...)
+	kopts = append(kopts, secOpts...)
 	if l.kcl, err = kgo.NewClient(append(kopts, opts.KafkaOptions...)...); err != nil {
 		return nil, fmt.Errorf("jobs: source client: %w", err)
 	}
@@ -261,7 +271,7 @@ func newDecoder(spec *Spec) (Decoder, error) {
 	switch d.Format {
 	case "avro":
 		if d.Registry != "" {
-			return newRegistryDecoder(d.Registry)
+			return newRegistryDecoder(spec)
 		}
 		s, err := readSchemaFile(spec.SchemaPath())
 		if err != nil {

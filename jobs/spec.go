@@ -68,6 +68,10 @@ type Source struct {
 	// Isolation: read_committed (default: aborted transactions are skipped
 	// and planning stops at the last stable offset) | read_uncommitted.
 	Isolation string `yaml:"isolation"`
+	// Security is how the loader authenticates to and encrypts its
+	// connections with the cluster (see security.go). It does not change
+	// what a run writes, so it is left out of SpecFingerprint.
+	Security Security `yaml:"security" json:"-"`
 }
 
 // Decode says how record values are decoded.
@@ -77,6 +81,10 @@ type Decode struct {
 	// Registry is a Confluent-compatible schema registry URL (avro: values
 	// framed 0x00 + 4-byte schema id).
 	Registry string `yaml:"registry"`
+	// RegistryAuth authenticates to the registry (basic auth, a CA for
+	// https, a client certificate); see security.go. Not in the
+	// fingerprint: it does not change what a run writes.
+	RegistryAuth RegistryAuth `yaml:"registry_auth" json:"-"`
 	// SchemaFile is an Avro schema (.avsc): the fixed schema of unframed Avro
 	// values, or the types of JSON values. Relative to the spec's directory.
 	SchemaFile string `yaml:"schema_file"`
@@ -375,6 +383,12 @@ func (s *Spec) Validate() error {
 	}
 	if s.Source.MaxRecordsPerTask < 0 || s.Source.MaxRecordsPerTask > maxRecordsPerTask {
 		return bad("source.max_records_per_task", "%d: must be 1 to %d", s.Source.MaxRecordsPerTask, int64(maxRecordsPerTask))
+	}
+	if err := s.validateSecurity(); err != nil {
+		return err
+	}
+	if err := s.validateRegistryAuth(); err != nil {
+		return err
 	}
 	if err := s.validateDecode(bad, oneOf); err != nil {
 		return err

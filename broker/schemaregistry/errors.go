@@ -39,6 +39,8 @@ const (
 	codeUnprocessable              = 422
 	codeBadRequest                 = 400
 	codeNotFound                   = 404
+	codeUnauthorized               = 401
+	codeForbidden                  = 40301
 	codeMethodNotAllowed           = 405
 	codeUnsupportedMediaType       = 415
 	codeRequestEntityTooLarge      = 413

@@ -29,8 +29,9 @@ type request struct {
 	*http.Request
 	ctx  context.Context
 	body []byte
-	held int64 // bytes of the bodies' budget this request holds
-	slot bool  // whether it holds a work slot
+	held int64  // bytes of the bodies' budget this request holds
+	slot bool   // whether it holds a work slot
+	user string // the authenticated user (Options.Auth), or ""
 }
 
 // maxBodiesInFlight bounds the requests with a body at work at once (each
@@ -117,9 +118,21 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 			r.logger.Debug("schema registry request", "method", hr.Method, "path", hr.URL.Path, "status", status, "elapsed", time.Since(start))
 		}()
 		var answer any
-		err := r.prepare(w, req)
+		var err error
+		if user, aerr := r.authorize(pattern, hr); aerr != nil {
+			if aerr.code == codeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Basic realm="sluice-schema-registry"`)
+			}
+			err = aerr
+		} else {
+			req.user = user
+			err = r.prepare(w, req)
+		}
 		if err == nil {
 			answer, err = e(req)
+		}
+		if names, ok := answer.([]string); ok && pattern == "GET /subjects" && r.opts.Auth != nil {
+			answer = r.readable(req.user, names)
 		}
 		if err != nil {
 			var aerr *apiError

@@ -16,6 +16,9 @@ type metrics struct {
 	// bodyTimeouts counts requests refused because their body did not
 	// arrive within the body timeout.
 	bodyTimeouts prometheus.Counter
+	// authFailures counts requests refused by Options.Auth, by reason
+	// (unauthenticated: 401, forbidden: 403).
+	authFailures *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -46,7 +49,10 @@ func newMetrics() *metrics {
 		bodyTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_registry_request_body_timeouts_total", Help: "Requests refused because their body did not arrive within the body timeout.",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_registry_auth_failures_total", Help: "Requests refused by authentication (unauthenticated) or permissions (forbidden).",
+		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.records, m.writes, m.raceLost, m.schemas, m.reqTooBig, m.bodyTimeouts)
+	m.reg.MustRegister(m.requests, m.latency, m.records, m.writes, m.raceLost, m.schemas, m.reqTooBig, m.bodyTimeouts, m.authFailures)
 	return m
 }

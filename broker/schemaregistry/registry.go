@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,11 @@ type Options struct {
 	// ClientOpts are extra franz-go options for the registry's clients (TLS,
 	// SASL, dialer).
 	ClientOpts []kgo.Opt
+	// Auth, when set, requires HTTP basic authentication and checks each
+	// request against the user's subject grants (see auth.go).
+	Auth *Auth
+	// TLS, when set, makes Serve answer HTTPS only (Handler is unchanged).
+	TLS *tls.Config
 
 	hooks hooks // the package's tests only
 }
@@ -134,7 +140,14 @@ func (r *Registry) Serve(ln net.Listener) error {
 	}
 	r.servers = append(r.servers, srv)
 	r.mu.Unlock()
-	r.logger.Info("schema registry serving", "addr", ln.Addr().String(), "topic", r.opts.Topic)
+	if r.opts.TLS != nil {
+		cfg := r.opts.TLS.Clone()
+		if cfg.MinVersion < tls.VersionTLS12 {
+			cfg.MinVersion = tls.VersionTLS12
+		}
+		ln = tls.NewListener(ln, cfg)
+	}
+	r.logger.Info("schema registry serving", "addr", ln.Addr().String(), "topic", r.opts.Topic, "tls", r.opts.TLS != nil, "auth", r.opts.Auth != nil)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("schemaregistry: serve %s: %w", ln.Addr(), err)
 	}

@@ -9,11 +9,12 @@ import (
 	"github.com/sluicehq/sluice/internal/kafka"
 )
 
-// adminRunner holds the --bootstrap and --timeout flags of an admin command
+// adminRunner holds the --bootstrap, --timeout and security flags of an admin command
 // group (topics, groups) and runs a subcommand with a connected admin client.
 type adminRunner struct {
 	bootstrap string
 	timeout   time.Duration
+	security  *securityFlags
 }
 
 // newAdminRunner registers the persistent flags on cmd.
@@ -21,6 +22,7 @@ func newAdminRunner(cmd *cobra.Command) *adminRunner {
 	r := &adminRunner{}
 	cmd.PersistentFlags().StringVar(&r.bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	cmd.PersistentFlags().DurationVar(&r.timeout, "timeout", 30*time.Second, "give up after this long")
+	r.security = addSecurityFlags(cmd.PersistentFlags())
 	return r
 }
 
@@ -31,7 +33,11 @@ func (r *adminRunner) run(c *cobra.Command, fn func(ctx context.Context, a *kafk
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, r.timeout)
 	defer cancelT()
-	a, err := kafka.NewAdmin(r.bootstrap)
+	sec, err := r.security.security()
+	if err != nil {
+		return err
+	}
+	a, err := kafka.NewAdmin(r.bootstrap, sec)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ func newBenchCommand() *cobra.Command {
 		Short: "Measure produce and consume throughput and latency against a Kafka-protocol broker",
 	}
 	var p kafka.ProducerBenchOptions
+	var psec, csec *securityFlags
 	produce := &cobra.Command{
 		Use:   "produce",
 		Short: "Send records as fast as allowed; print records/s, MB/s and latency percentiles (like ProducerPerformance)",
@@ -24,6 +25,10 @@ func newBenchCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			if c.Flags().Changed("txn-records") && p.TransactionalID == "" {
 				return fmt.Errorf("%w: --txn-records needs --transactional-id", kafka.ErrBadInput)
+			}
+			var err error
+			if p.Security, err = psec.security(); err != nil {
+				return err
 			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
@@ -41,6 +46,7 @@ func newBenchCommand() *cobra.Command {
 	pf := produce.Flags()
 	pf.StringVar(&p.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	pf.StringVarP(&p.Topic, "topic", "t", "sluice-bench", "topic to write to")
+	psec = addSecurityFlags(pf)
 	pf.Int64Var(&p.Records, "records", 1_000_000, "records to send")
 	pf.IntVar(&p.RecordSize, "record-size", 100, "value size in bytes")
 	pf.Float64Var(&p.Throughput, "throughput", -1, "cap in records/s (-1: unlimited)")
@@ -59,6 +65,10 @@ func newBenchCommand() *cobra.Command {
 		Short: "Read records from the start of a topic; print records/s and MB/s (like ConsumerPerformance)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			var err error
+			if cns.Security, err = csec.security(); err != nil {
+				return err
+			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			res, err := kafka.ConsumerBench(ctx, cns, c.ErrOrStderr())
@@ -72,6 +82,7 @@ func newBenchCommand() *cobra.Command {
 	cf := consume.Flags()
 	cf.StringVar(&cns.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	cf.StringVarP(&cns.Topic, "topic", "t", "sluice-bench", "topic to read")
+	csec = addSecurityFlags(cf)
 	cf.Int64Var(&cns.Records, "records", 1_000_000, "records to read")
 	cf.DurationVar(&cns.Timeout, "timeout", 10*time.Second, "fail when no record arrived for this long")
 	cf.DurationVar(&cns.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")

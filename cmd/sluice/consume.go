@@ -16,6 +16,7 @@ func newConsumeCommand() *cobra.Command {
 		opts       kafka.ConsumeOptions
 		partitions []int32
 		quiet      bool
+		sec        *securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "consume",
@@ -29,6 +30,10 @@ func newConsumeCommand() *cobra.Command {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts.Progress = c.ErrOrStderr()
+			var err error
+			if opts.Security, err = sec.security(); err != nil {
+				return err
+			}
 			n, err := kafka.Consume(ctx, opts, c.OutOrStdout())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "consumed %d records from %s\n", n, opts.Topic)
@@ -42,6 +47,7 @@ func newConsumeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	f.StringVarP(&opts.Topic, "topic", "t", "", "topic to read (required)")
+	sec = addSecurityFlags(f)
 	f.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	f.Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to read (repeatable or comma-separated; default all)")
 	f.StringVarP(&opts.From, "from", "o", "earliest", "start at earliest, latest or offset N")

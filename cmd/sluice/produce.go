@@ -15,6 +15,7 @@ func newProduceCommand() *cobra.Command {
 	var (
 		opts  kafka.ProduceOptions
 		quiet bool
+		sec   *securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -26,6 +27,10 @@ func newProduceCommand() *cobra.Command {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts.Progress = c.ErrOrStderr()
+			var err error
+			if opts.Security, err = sec.security(); err != nil {
+				return err
+			}
 			n, err := kafka.Produce(ctx, opts, c.InOrStdin())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "produced %d records to %s\n", n, opts.Topic)
@@ -44,5 +49,6 @@ func newProduceCommand() *cobra.Command {
 	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 1<<20, "longest accepted input line")
 	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")
+	sec = addSecurityFlags(f)
 	return cmd
 }

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/broker/schemaregistry"
 	"github.com/sluicehq/sluice/internal/kafka"
@@ -22,6 +26,8 @@ func newRegistryCommand() *cobra.Command {
 		listen, bootstrap, topic, logLevel string
 		maxRequestBytes                    int64
 		startTimeout                       time.Duration
+		sec                                *securityFlags
+		tlsCert, tlsKey, passwords, roles  string
 	)
 	cmd := &cobra.Command{
 		Use:   "registry",
@@ -40,14 +46,27 @@ Prometheus metrics are at /metrics. SIGTERM or SIGINT stops it.`,
 			if err != nil {
 				return fmt.Errorf("registry: --bootstrap: %w", err)
 			}
+			security, err := sec.security()
+			if err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
+			clientOpts, err := security.Options()
+			if err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
+			opts := schemaregistry.Options{
+				Bootstrap: seeds, Topic: topic, MaxRequestBytes: maxRequestBytes, ClientOpts: clientOpts,
+			}
+			if opts.TLS, opts.Auth, err = registryServerSecurity(tlsCert, tlsKey, passwords, roles); err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			startCtx, cancelStart := context.WithTimeout(ctx, startTimeout)
 			defer cancelStart()
-			stop, err := startRegistry(startCtx, cmd.OutOrStdout(), listen, schemaregistry.Options{
-				Bootstrap: seeds, Topic: topic, Logger: logger, MaxRequestBytes: maxRequestBytes,
-			})
+			opts.Logger = logger
+			stop, err := startRegistry(startCtx, cmd.OutOrStdout(), listen, opts)
 			if err != nil {
 				return fmt.Errorf("registry: %w", err)
 			}
@@ -63,7 +82,67 @@ Prometheus metrics are at /metrics. SIGTERM or SIGINT stops it.`,
 	f.Int64Var(&maxRequestBytes, "max-request-bytes", 1<<20, "largest request body accepted")
 	f.DurationVar(&startTimeout, "start-timeout", time.Minute, "give up if the brokers cannot be reached and the topic read within this time")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	sec = addSecurityFlags(f)
+	f.StringVar(&tlsCert, "registry-tls-cert", "", "PEM certificate (chain) the registry serves HTTPS with")
+	f.StringVar(&tlsKey, "registry-tls-key", "", "PEM private key of --registry-tls-cert")
+	f.StringVar(&passwords, "registry-password-file", "", "require HTTP basic auth against this file of USER:SECRET lines (bcrypt $2..., sha256:SALT:HASH or plain:TEXT)")
+	f.StringVar(&roles, "registry-roles-file", "", "per-subject grants, lines of USER SUBJECT-PREFIX|* read|write (needs --registry-password-file)")
+	cmd.AddCommand(newHashPasswordCommand())
 	return cmd
+}
+
+// registryServerSecurity builds the registry's TLS configuration and
+// users from its flags; errors name the flag.
+func registryServerSecurity(cert, key, passwords, roles string) (*tls.Config, *schemaregistry.Auth, error) {
+	var cfg *tls.Config
+	switch {
+	case cert == "" && key == "":
+	case cert == "" || key == "":
+		return nil, nil, fmt.Errorf("%w: --registry-tls-cert and --registry-tls-key go together", kafka.ErrBadInput)
+	default:
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --registry-tls-cert %s with --registry-tls-key %s: %v", kafka.ErrBadInput, cert, key, err)
+		}
+		cfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	if passwords == "" {
+		if roles != "" {
+			return nil, nil, fmt.Errorf("%w: --registry-roles-file needs --registry-password-file", kafka.ErrBadInput)
+		}
+		return cfg, nil, nil
+	}
+	auth, err := schemaregistry.LoadAuth(passwords, roles)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: --registry-password-file / --registry-roles-file: %v", kafka.ErrBadInput, err)
+	}
+	return cfg, auth, nil
+}
+
+// newHashPasswordCommand is `sluice registry hash-password`: a bcrypt line
+// for the registry's password file, from the password on stdin.
+func newHashPasswordCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "hash-password USER",
+		Short: "Print a password file line USER:<bcrypt hash> for the password read from stdin",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			line, err := bufio.NewReader(io.LimitReader(c.InOrStdin(), 1025)).ReadString('\n')
+			if err != nil && err != io.EOF {
+				return err
+			}
+			pw := strings.TrimRight(line, "\r\n")
+			if pw == "" || len(pw) > 72 {
+				return fmt.Errorf("%w: give the password (1 to 72 bytes) on stdin", kafka.ErrBadInput)
+			}
+			hash, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.DefaultCost)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%s:%s\n", args[0], hash)
+			return err
+		},
+	}
 }
 
 // startRegistry starts a schema registry serving on listen, prints its URL

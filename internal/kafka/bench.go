@@ -133,8 +133,8 @@ func (w *window) report(out io.Writer, d time.Duration) {
 }
 
 // EnsureTopic creates topic with the given partitions unless it exists.
-func EnsureTopic(ctx context.Context, bootstrap, topic string, partitions int32) error {
-	adm, err := NewAdmin(bootstrap)
+func EnsureTopic(ctx context.Context, bootstrap string, sec Security, topic string, partitions int32) error {
+	adm, err := NewAdmin(bootstrap, sec)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func ProducerBench(ctx context.Context, opts ProducerBenchOptions, progress io.W
 		return BenchResult{}, err
 	}
 	if opts.Partitions > 0 {
-		if err := EnsureTopic(ctx, opts.Bootstrap, opts.Topic, opts.Partitions); err != nil {
+		if err := EnsureTopic(ctx, opts.Bootstrap, opts.Security, opts.Topic, opts.Partitions); err != nil {
 			return BenchResult{}, err
 		}
 	}
@@ -373,6 +373,8 @@ func throttle(ctx context.Context, clk clock.Clock, d time.Duration) {
 type ConsumerBenchOptions struct {
 	// Bootstrap is a comma-separated HOST:PORT list.
 	Bootstrap string
+	// Security is how the client authenticates and encrypts.
+	Security Security
 	// Topic to read, every partition from the earliest offset.
 	Topic string
 	// Records to read before stopping.
@@ -397,7 +399,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	if opts.Records <= 0 {
 		return BenchResult{}, badInput("--records must be positive")
 	}
-	seeds, err := SplitBootstrap(opts.Bootstrap)
+	base, err := ClientOptions(opts.Bootstrap, opts.Security)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -410,7 +412,7 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	meta, err := kgo.NewClient(base...)
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
 	}
@@ -427,9 +429,9 @@ func ConsumerBench(ctx context.Context, opts ConsumerBenchOptions, progress io.W
 	for p := range d.Partitions {
 		assign[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	cl, err := kgo.NewClient(append(base,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{opts.Topic: assign}),
-		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20))
+		kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20))...)
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("kafka: client: %w", err)
 	}

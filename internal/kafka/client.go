@@ -124,10 +124,12 @@ type ProducerConfig struct {
 	BatchMaxBytes int32
 	// ManualPartition routes each record to its Partition field.
 	ManualPartition bool
+	// Security is how the client authenticates and encrypts.
+	Security Security
 }
 
 func (c ProducerConfig) options() ([]kgo.Opt, error) {
-	seeds, err := SplitBootstrap(c.Bootstrap)
+	opts, err := ClientOptions(c.Bootstrap, c.Security)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func (c ProducerConfig) options() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(acks)}
+	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(acks))
 	if !idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}

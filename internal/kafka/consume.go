@@ -18,6 +18,8 @@ import (
 type ConsumeOptions struct {
 	// Bootstrap is a comma-separated HOST:PORT list.
 	Bootstrap string
+	// Security is how the client authenticates and encrypts.
+	Security Security
 	// Topic to read.
 	Topic string
 	// Partitions to read; empty reads every partition of the topic.
@@ -82,18 +84,18 @@ func readCommitted(s string) bool {
 // Consume reads records and writes them to out through the format. It
 // returns how many records it wrote.
 func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, error) {
-	seeds, from, format, err := parseConsume(opts)
+	base, from, format, err := parseConsume(opts)
 	if err != nil {
 		return 0, err
 	}
-	partitions, remaining, err := planConsume(ctx, seeds, opts, from)
+	partitions, remaining, err := planConsume(ctx, base, opts, from)
 	if err != nil {
 		return 0, err
 	}
 	if opts.ExitAtEnd && len(remaining) == 0 {
 		return 0, nil
 	}
-	cl, err := kgo.NewClient(consumeClientOptions(opts, seeds, from, partitions)...)
+	cl, err := kgo.NewClient(consumeClientOptions(opts, base, from, partitions)...)
 	if err != nil {
 		return 0, fmt.Errorf("kafka: client: %w", err)
 	}
@@ -111,14 +113,14 @@ func Consume(ctx context.Context, opts ConsumeOptions, out io.Writer) (int64, er
 
 // parseConsume checks the options and parses the bootstrap list, --from
 // and --format.
-func parseConsume(opts ConsumeOptions) (seeds []string, from kgo.Offset, format Formatter, err error) {
+func parseConsume(opts ConsumeOptions) (base []kgo.Opt, from kgo.Offset, format Formatter, err error) {
 	if opts.Topic == "" {
 		return nil, from, nil, badInput("--topic is required")
 	}
 	if opts.Max < 0 {
 		return nil, from, nil, badInput("--max must be >= 0, got %d", opts.Max)
 	}
-	if seeds, err = SplitBootstrap(opts.Bootstrap); err != nil {
+	if base, err = ClientOptions(opts.Bootstrap, opts.Security); err != nil {
 		return nil, from, nil, err
 	}
 	if from, err = ParseFrom(opts.From); err != nil {
@@ -133,12 +135,12 @@ func parseConsume(opts ConsumeOptions) (seeds []string, from kgo.Offset, format 
 	if _, err = ParseIsolation(opts.Isolation); err != nil {
 		return nil, from, nil, err
 	}
-	return seeds, from, format, nil
+	return base, from, format, nil
 }
 
 // planConsume runs plan on a metadata client of its own.
-func planConsume(ctx context.Context, seeds []string, opts ConsumeOptions, from kgo.Offset) ([]int32, map[int32]int64, error) {
-	meta, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func planConsume(ctx context.Context, base []kgo.Opt, opts ConsumeOptions, from kgo.Offset) ([]int32, map[int32]int64, error) {
+	meta, err := kgo.NewClient(base...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka: client: %w", err)
 	}
@@ -151,10 +153,10 @@ func planConsume(ctx context.Context, seeds []string, opts ConsumeOptions, from 
 // records (transaction markers) are kept so the consumer sees its position
 // move past them (write skips them): a partition whose last entry is a
 // marker ends for ExitAtEnd.
-func consumeClientOptions(opts ConsumeOptions, seeds []string, from kgo.Offset, partitions []int32) []kgo.Opt {
+func consumeClientOptions(opts ConsumeOptions, base []kgo.Opt, from kgo.Offset, partitions []int32) []kgo.Opt {
 	level, _ := ParseIsolation(opts.Isolation)
-	kopts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(500 * time.Millisecond),
-		kgo.FetchIsolationLevel(level), kgo.KeepControlRecords()}
+	kopts := append(append([]kgo.Opt{}, base...), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchIsolationLevel(level), kgo.KeepControlRecords())
 	if opts.Group != "" {
 		return append(kopts, kgo.ConsumerGroup(opts.Group), kgo.ConsumeTopics(opts.Topic),
 			kgo.ConsumeResetOffset(from), kgo.DisableAutoCommit())

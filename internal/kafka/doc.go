@@ -11,6 +11,11 @@
 //	                                              │
 //	stdout ◄── Formatter ◄── Consume ◄── kgo.Client
 //
+// Security (security.go) is how every client here, the loader's and the
+// registry's connect to a secured cluster: SASL PLAIN / SCRAM and TLS from PEM
+// files, from flags, a Kafka client properties file (properties.go) or a job
+// spec; its password is a Secret that never prints.
+//
 // cmd/sluice only parses flags into the option structs of this package.
 // Every function returns an error wrapping ErrBadInput when the user's input
 // cannot work (an unknown codec, a malformed --from, a missing topic name), so

@@ -19,13 +19,13 @@ type Admin struct {
 	adm *kadm.Client
 }
 
-// NewAdmin connects lazily to the bootstrap brokers.
-func NewAdmin(bootstrap string) (*Admin, error) {
-	seeds, err := SplitBootstrap(bootstrap)
+// NewAdmin connects lazily to the bootstrap brokers with sec's security.
+func NewAdmin(bootstrap string, sec Security) (*Admin, error) {
+	opts, err := ClientOptions(bootstrap, sec)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}

@@ -3,6 +3,8 @@ schema_registry package's AvroSerializer / AvroDeserializer) against sluice.
 
   produce: registers the PageView schema through the serializer
            (auto.register.schemas) and sends --count framed records to --topic.
+  --user-info USER:PASSWORD and --ca FILE authenticate to a registry with
+           basic auth over https, as Confluent's clients are configured.
   consume: reads --count records of --topic from the start and decodes each
            with an AvroDeserializer that fetches the writer schema by id;
            prints one JSON object per record.
@@ -65,8 +67,15 @@ def main():
     p.add_argument("--registry", required=True)
     p.add_argument("--topic", required=True)
     p.add_argument("--count", type=int, default=10)
+    p.add_argument("--user-info", help="USER:PASSWORD for basic auth (basic.auth.user.info)")
+    p.add_argument("--ca", help="PEM CA file for an https registry (ssl.ca.location)")
     args = p.parse_args()
-    registry = SchemaRegistryClient({"url": args.registry})
+    conf = {"url": args.registry}
+    if args.user_info:
+        conf["basic.auth.user.info"] = args.user_info
+    if args.ca:
+        conf["ssl.ca.location"] = args.ca
+    registry = SchemaRegistryClient(conf)
     (produce if args.mode == "produce" else consume)(args, registry)
 
 

@@ -72,7 +72,26 @@ type KafkaOptions struct {
 	Properties map[string]string
 	// StartTimeout bounds start-up (default 2 minutes).
 	StartTimeout time.Duration
+	// Listeners are more listeners beside PLAINTEXT (which the harness
+	// keeps for its readiness check) and CONTROLLER, each on a free port
+	// written back to Port.
+	Listeners []*Listener
+	// FormatArgs are added to kafka-storage format, e.g. --add-scram.
+	FormatArgs []string
 }
+
+// Listener is a named listener of a Kafka broker.
+type Listener struct {
+	// Name is the listener name (SASL_SSL, MTLS, ...).
+	Name string
+	// Protocol is its security protocol (SSL, SASL_SSL, SASL_PLAINTEXT).
+	Protocol string
+	// Port is set by StartKafkaProcess.
+	Port int
+}
+
+// Addr is 127.0.0.1:Port.
+func (l *Listener) Addr() string { return fmt.Sprintf("127.0.0.1:%d", l.Port) }
 
 // StartKafkaProcess formats a KRaft log dir and starts kafka.Kafka on two free
 // loopback ports. The caller stops it with Stop.
@@ -100,16 +119,33 @@ func StartKafkaProcess(opts KafkaOptions) (*Kafka, error) {
 	if err != nil {
 		return nil, err
 	}
+	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport)
+	advertised := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)
+	protocols := "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+	taken := map[int]bool{port: true, cport: true}
+	for _, l := range opts.Listeners {
+		p, err := FreePort()
+		for err == nil && taken[p] {
+			p, err = FreePort()
+		}
+		if err != nil {
+			return nil, err
+		}
+		taken[p], l.Port = true, p
+		listeners += fmt.Sprintf(",%s://127.0.0.1:%d", l.Name, p)
+		advertised += fmt.Sprintf(",%s://127.0.0.1:%d", l.Name, p)
+		protocols += fmt.Sprintf(",%s:%s", l.Name, l.Protocol)
+	}
 	dir := opts.Dir
 	props := map[string]string{
 		"process.roles":                                    "broker,controller",
 		"node.id":                                          "1",
 		"controller.quorum.voters":                         fmt.Sprintf("1@127.0.0.1:%d", cport),
-		"listeners":                                        fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, cport),
-		"advertised.listeners":                             fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+		"listeners":                                        listeners,
+		"advertised.listeners":                             advertised,
 		"controller.listener.names":                        "CONTROLLER",
 		"inter.broker.listener.name":                       "PLAINTEXT",
-		"listener.security.protocol.map":                   "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"listener.security.protocol.map":                   protocols,
 		"log.dirs":                                         filepath.Join(dir, "logs"),
 		"num.partitions":                                   "1",
 		"offsets.topic.replication.factor":                 "1",
@@ -142,6 +178,7 @@ func StartKafkaProcess(opts KafkaOptions) (*Kafka, error) {
 
 	base := append(append([]string{}, jvm...), "-Dlog4j2.configurationFile="+log4j, "-cp", cp)
 	format := exec.Command(java, append(append([]string{}, base...), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", propsPath)...)
+	format.Args = append(format.Args, opts.FormatArgs...)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafka harness: kafka-storage format: %v\n%s", err, out)
 	}
