@@ -28,6 +28,7 @@ func init() { extraCommands = append(extraCommands, newUsersCommand) }
 type usersTarget struct {
 	bootstrap, dataDir string
 	timeout            time.Duration
+	security           *securityFlags
 }
 
 func newUsersCommand() *cobra.Command {
@@ -43,6 +44,7 @@ Passwords are read from stdin (--password-stdin), never from the command line, a
 	cmd.PersistentFlags().StringVar(&tg.bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT]")
 	cmd.PersistentFlags().StringVar(&tg.dataDir, "data-dir", "", "a stopped broker's data directory (offline; instead of --bootstrap)")
 	cmd.PersistentFlags().DurationVar(&tg.timeout, "timeout", 30*time.Second, "give up after this long")
+	tg.security = addSecurityFlags(cmd.PersistentFlags())
 
 	var mechanism string
 	var iterations int
@@ -127,7 +129,15 @@ func (tg *usersTarget) admin(ctx context.Context) (*kadm.Client, func(), context
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	sec, err := tg.security.security()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts, err := sec.Options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
