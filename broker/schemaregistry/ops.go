@@ -93,8 +93,9 @@ func (s *store) writeRegistration(ctx context.Context, subject string, ps parsed
 		s.metrics.raceLost.Inc()
 		return 0, false, nil
 	}
-	s.pending.Store(ps.canonical, ps) // the reader applies it without parsing it again
-	defer s.pending.Delete(ps.canonical)
+	pk := parseKey(ps.schemaType, ps.references, ps.canonical)
+	s.pending.Store(pk, ps) // the reader applies it without parsing it again
+	defer s.pending.Delete(pk)
 	if err := s.produce(ctx, *d.record); err != nil {
 		return 0, false, writeError(err)
 	}
@@ -117,7 +118,7 @@ type subjectSnapshot struct {
 
 func snapshotSubject(st *state, subject string, ps parsedSchema) subjectSnapshot {
 	snap := subjectSnapshot{level: st.level(subject)}
-	id, known := st.idByCanon[ps.canonical]
+	id, known := st.idByCanon[ps.key]
 	if sub := st.subjects[subject]; sub != nil {
 		for _, v := range sub.versions {
 			if v.deleted {
@@ -185,7 +186,7 @@ func decideRegister(st *state, subject string, ps parsedSchema, nonce string) re
 // schema's id and the subject's next version.
 func decideWrite(st *state, subject string, ps parsedSchema, nonce string) registration {
 	id, version := st.idFor(ps), st.nextVersion(subject)
-	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Schema: ps.canonical}}}
+	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Type: ps.typeName(), References: ps.references, Schema: ps.canonical}}}
 }
 
 // deleteVersion soft-deletes (or, when permanent, hard-deletes an already
