@@ -50,8 +50,7 @@ func parseKey(schemaType string, refs []reference, text string) string {
 	if (schemaType == "" || schemaType == typeAvro) && len(refs) == 0 {
 		return text
 	}
-	b, _ := json.Marshal(refs)
-	return schemaType + "\x00" + string(b) + "\x00" + text
+	return schemaType + "\x00" + refsKey(refs) + "\x00" + text
 }
 
 // deleteVersionValue is the value of a DELETE_VERSION record: a soft delete.

@@ -140,8 +140,10 @@ func parseTyped(ctx context.Context, sub submission, deps []dep, depth int) (par
 		return parsedSchema{}, err
 	}
 	ps.schemaType, ps.references, ps.deps, ps.depth = sub.schemaType, sub.references, deps, depth
-	refs, _ := json.Marshal(sub.references)
-	ps.key = sub.schemaType + "\x00" + string(refs) + "\x00" + ps.key
+	if len(sub.references) == 0 {
+		ps.references = nil // [] and none are one
+	}
+	ps.key = sub.schemaType + "\x00" + refsKey(sub.references) + "\x00" + ps.key
 	sum := sha256.Sum256([]byte(ps.key))
 	ps.fingerprint = hex.EncodeToString(sum[:])
 	return ps, nil
@@ -249,4 +251,13 @@ func (ps parsedSchema) typeName() string {
 
 func (ps parsedSchema) String() string {
 	return fmt.Sprintf("%s schema %s", ps.schemaType, abbreviate(ps.canonical, 200))
+}
+
+// refsKey is the form of a reference list in identities: none and [] alike.
+func refsKey(refs []reference) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(refs)
+	return string(b)
 }

@@ -111,8 +111,52 @@ func descriptorOf(text string) *descriptorpb.FileDescriptorProto {
 	if proto.Unmarshal(b, &fd) != nil {
 		return nil
 	}
+	for _, m := range fd.MessageType {
+		clearEmptyJSONNames(m)
+	}
+	clearFields(fd.Extension)
 	return &fd
+}
+
+// clearEmptyJSONNames gives every field without a json_name (or with an
+// empty one) its default JSON name, as protoc fills it in: the compiler
+// takes a descriptor as protoc's output and reads a missing one as the
+// custom name "", which two fields then share.
+func clearEmptyJSONNames(m *descriptorpb.DescriptorProto) {
+	clearFields(m.Field)
+	clearFields(m.Extension)
+	for _, n := range m.NestedType {
+		clearEmptyJSONNames(n)
+	}
+}
+
+func clearFields(fs []*descriptorpb.FieldDescriptorProto) {
+	for _, f := range fs {
+		if f.GetJsonName() == "" {
+			f.JsonName = proto.String(jsonName(f.GetName()))
+		}
+	}
 }
 
 // IsSerialized reports whether text is the base64 form of a descriptor.
 func IsSerialized(text string) bool { return descriptorOf(text) != nil }
+
+// jsonName is protoc's default JSON name of a field: underscores dropped,
+// each letter after one upper-cased.
+func jsonName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			up = true
+		case up && r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(r)
+			up = false
+		}
+	}
+	return b.String()
+}
