@@ -227,6 +227,8 @@ func decideDeleteVersion(st *state, subject string, version int, permanent bool)
 	switch {
 	case v == nil:
 		return 0, nil, versionNotFound(subject, version)
+	case len(st.referencedBy(subject, v.number)) > 0:
+		return 0, nil, referenceExists(st, subject, v.number)
 	case !permanent && v.deleted:
 		return 0, nil, errorf(codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", subject, v.number)
 	case permanent && !v.deleted:
@@ -303,6 +305,11 @@ func decideDeleteSubject(st *state, subject string, permanent bool) ([]int, []lo
 	case permanent && sub.live() > 0:
 		return nil, nil, errorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
 	}
+	for _, v := range sub.versions {
+		if len(st.referencedBy(subject, v.number)) > 0 {
+			return nil, nil, referenceExists(st, subject, v.number)
+		}
+	}
 	var recs []logRecord
 	if permanent {
 		recs = loserTombstones(st)
@@ -358,4 +365,11 @@ func (s *store) deleteConfig(ctx context.Context, subject string) (string, error
 		return "", writeError(err)
 	}
 	return old, nil
+}
+
+// referenceExists refuses to delete a version other schemas reference, as
+// Confluent does: a replay of the log could no longer parse them.
+func referenceExists(st *state, subject string, version int) *apiError {
+	by := st.referencedBy(subject, version)
+	return errorf(codeReferenceExists, "One or more references exist to the schema {subject=%s, version=%d}: %d registration(s) reference it, the first %s version %d; delete them first", subject, version, len(by), by[0].Subject, by[0].Version)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hamba/avro/v2"
@@ -260,4 +261,29 @@ func refsKey(refs []reference) string {
 	}
 	b, _ := json.Marshal(refs)
 	return string(b)
+}
+
+// referencedBy lists the registrations (soft-deleted ones too) whose
+// schema references version of subject, sorted.
+func (s *state) referencedBy(subject string, version int) []subjectVersion {
+	var out []subjectVersion
+	for _, v := range s.byNonce {
+		e := s.schemas[v.id]
+		if e == nil {
+			continue
+		}
+		for _, r := range e.schema.references {
+			if r.Subject == subject && r.Version == version {
+				out = append(out, subjectVersion{Subject: v.subject, Version: v.number, ID: v.id})
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b subjectVersion) int {
+		if c := strings.Compare(a.Subject, b.Subject); c != 0 {
+			return c
+		}
+		return a.Version - b.Version
+	})
+	return out
 }

@@ -210,6 +210,7 @@ message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3;
 		}
 	}
 	check(reg)
+	t.Logf("ids: money.proto %d, orders %d, users %d", c.ID, o.ID, js.ID)
 	// BACKWARD (the default): a changed field type is refused, an added field taken.
 	bad := strings.Replace(order, "int64 id = 1", "string id = 1", 1)
 	if _, err := reg.client.CreateSchema(ctx, "orders-value", sr.Schema{Schema: bad, Type: sr.TypeProtobuf, References: refs}); srCode(err) != codeIncompatibleSchema {
@@ -222,6 +223,13 @@ message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3;
 	closedAdd := `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"},"age":{"type":"integer"}},"required":["id"]}`
 	if _, err := reg.client.CreateSchema(ctx, "users-value", sr.Schema{Schema: closedAdd, Type: sr.TypeJSON}); srCode(err) != codeIncompatibleSchema {
 		t.Fatalf("a property added to an open model under BACKWARD: %v, want 409", err)
+	}
+	// A referenced version cannot be deleted (42206), softly or not.
+	if err := reg.client.DeleteSchema(ctx, "money.proto", c.Version, sr.SoftDelete); srCode(err) != codeReferenceExists {
+		t.Fatalf("deleting a referenced version: %v, want 42206", err)
+	}
+	if _, err := reg.client.DeleteSubject(ctx, "money.proto", sr.SoftDelete); srCode(err) != codeReferenceExists {
+		t.Fatalf("deleting a referenced subject: %v, want 42206", err)
 	}
 	reg.close()
 	check(startRegistry(t, b.addr))
