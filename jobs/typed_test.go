@@ -12,7 +12,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/sluicehq/sluice/internal/protoschema"
 	"github.com/sluicehq/sluice/jobs"
 )
 
@@ -132,5 +137,97 @@ func TestProtobufAndJSONSchemaLoads(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProtobufFromFranzGo: franz-go's sr client registers a .proto text
+// schema importing another (a reference), and its Serde frames messages of
+// a nested message type (index path [0, 0]); the load decodes them and
+// DuckDB reads back each field as produced.
+func TestProtobufFromFranzGo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, registry := startSluiceWithRegistry(t)
+	rc, err := sr.NewClient(sr.URLs(registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := `syntax = "proto3"; package fg; message Tag { string k = 1; }`
+	outer := `syntax = "proto3";
+package fg;
+import "tag.proto";
+message Outer {
+  enum Kind { A = 0; B = 1; }
+  message Event { int64 id = 1; repeated fg.Tag tags = 2; Kind kind = 3; }
+  string unused = 1;
+}`
+	ts, err := rc.CreateSchema(ctx, "fg-tag", sr.Schema{Schema: tag, Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outerSchema, err := rc.CreateSchema(ctx, "fg-value", sr.Schema{Schema: outer, Type: sr.TypeProtobuf,
+		References: []sr.SchemaReference{{Name: "tag.proto", Subject: "fg-tag", Version: ts.Version}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := protoschema.Parse(ctx, outer, map[string]string{"tag.proto": tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := fd.Messages().Get(0).Messages().Get(0)
+	var serde sr.Serde
+	serde.Register(outerSchema.ID, &dynamicpb.Message{}, sr.EncodeFn(func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }), sr.Index(0, 0))
+	const n = 10
+	var recs []*kgo.Record
+	for i := range n {
+		m := dynamicpb.NewMessage(event)
+		m.Set(event.Fields().ByName("id"), protoreflect.ValueOfInt64(int64(i*7)))
+		m.Set(event.Fields().ByName("kind"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(i%2)))
+		tags := m.Mutable(event.Fields().ByName("tags")).List()
+		for j := range i % 3 {
+			tm := dynamicpb.NewMessage(event.Fields().ByName("tags").Message())
+			tm.Set(tm.Descriptor().Fields().ByName("k"), protoreflect.ValueOfString(fmt.Sprintf("k%d.%d", i, j)))
+			tags.Append(protoreflect.ValueOfMessage(tm))
+		}
+		v, err := serde.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: "fg", Value: v, Timestamp: pageViewBase})
+	}
+	produceAll(t, ctx, b.Addr, "fg", 1, recs)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(typedJob, "fg", b.Addr, "fg", "protobuf", registry, jobs.BadRecordFail, out, "parquet"))
+	if _, err := jobs.Run(ctx, spec, jobs.Options{Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := duck(t).Query(fmt.Sprintf(`SELECT _offset, id, kind, len(tags), coalesce(tags[1].k, '') FROM read_parquet('%s') ORDER BY _offset`, dataGlob(out, "parquet")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		var (
+			off, id   int64
+			kind, k   string
+			tagsCount int
+		)
+		if err := rows.Scan(&off, &id, &kind, &tagsCount, &k); err != nil {
+			t.Fatal(err)
+		}
+		i := int(off)
+		wantK := ""
+		if i%3 > 0 {
+			wantK = fmt.Sprintf("k%d.0", i)
+		}
+		if id != int64(i*7) || kind != []string{"A", "B"}[i%2] || tagsCount != i%3 || k != wantK {
+			t.Fatalf("offset %d: id %d kind %s tags %d first %q; want %d %s %d %q", off, id, kind, tagsCount, k, i*7, []string{"A", "B"}[i%2], i%3, wantK)
+		}
+		got++
+	}
+	if err := rows.Err(); err != nil || got != n {
+		t.Fatalf("%d rows read back, want %d (%v)", got, n, err)
 	}
 }
