@@ -278,7 +278,12 @@ func newDecoder(spec *Spec) (Decoder, error) {
 			return nil, err
 		}
 		return &avroFileDecoder{schema: s}, nil
+	case "protobuf":
+		return newProtobufDecoder(d.Registry)
 	case "json":
+		if d.Registry != "" {
+			return newJSONSchemaDecoder(d.Registry)
+		}
 		if d.SchemaFile != "" {
 			s, err := readSchemaFile(spec.SchemaPath())
 			if err != nil {

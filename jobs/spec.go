@@ -76,10 +76,12 @@ type Source struct {
 
 // Decode says how record values are decoded.
 type Decode struct {
-	// Format: avro | json | string | bytes.
+	// Format: avro | protobuf | json | string | bytes.
 	Format string `yaml:"format"`
-	// Registry is a Confluent-compatible schema registry URL (avro: values
-	// framed 0x00 + 4-byte schema id).
+	// Registry is a Confluent-compatible schema registry URL: values framed
+	// 0x00 + 4-byte schema id, then Avro binary (avro), the message indexes
+	// and a Protobuf message (protobuf), or a JSON document valid under a
+	// JSON Schema (json).
 	Registry string `yaml:"registry"`
 	// RegistryAuth authenticates to the registry (basic auth, a CA for
 	// https, a client certificate); see security.go. Not in the
@@ -423,9 +425,9 @@ type oneOfFunc func(field, v string, allowed ...string) error
 func (s *Spec) validateDecode(bad badFunc, oneOf oneOfFunc) error {
 	d := s.Decode
 	if d.Format == "" {
-		return bad("decode.format", "missing: use avro, json, string or bytes")
+		return bad("decode.format", "missing: use avro, protobuf, json, string or bytes")
 	}
-	if err := oneOf("decode.format", d.Format, "avro", "json", "string", "bytes"); err != nil {
+	if err := oneOf("decode.format", d.Format, "avro", "protobuf", "json", "string", "bytes"); err != nil {
 		return err
 	}
 	switch d.Format {
@@ -433,9 +435,13 @@ func (s *Spec) validateDecode(bad badFunc, oneOf oneOfFunc) error {
 		if (d.Registry == "") == (d.SchemaFile == "") {
 			return bad("decode", "avro needs exactly one of registry (Confluent-framed values) or schema_file")
 		}
+	case "protobuf":
+		if d.Registry == "" || d.SchemaFile != "" {
+			return bad("decode", "protobuf needs registry (Confluent-framed values) and no schema_file")
+		}
 	case "json":
-		if d.Registry != "" {
-			return bad("decode.registry", "json values are not registry-framed; remove it (use schema_file to type them)")
+		if d.Registry != "" && d.SchemaFile != "" {
+			return bad("decode", "json takes registry (Confluent-framed JSON Schema values) or schema_file (an Avro schema typing plain JSON), not both")
 		}
 	default:
 		if d.Registry != "" || d.SchemaFile != "" {

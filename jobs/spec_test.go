@@ -74,7 +74,7 @@ func TestSpecMistakes(t *testing.T) {
 		{"unknown top key", "schedule:", "shedule:", `shedule: unknown key`},
 		{"unknown nested key", "  compression: zstd", "  compresion: zstd", `output.compresion: unknown key`},
 		{"bad output format", "format: parquet", "format: parquett", `output.format: "parquett" is not one of parquet, avro, jsonl`},
-		{"bad decode format", "format: avro", "format: protobuf", `decode.format: "protobuf" is not one of avro, json, string, bytes`},
+		{"bad decode format", "format: avro", "format: thrift", `decode.format: "thrift" is not one of avro, protobuf, json, string, bytes`},
 		{"bad start", "start: earliest", "start: beginning", `source.start: "beginning" is not one of earliest, latest`},
 		{"bad out of range", "on_offset_out_of_range: fail", "on_offset_out_of_range: reset", `source.on_offset_out_of_range: "reset" is not one of fail, skip`},
 		{"bad policy", "on_bad_record: fail", "on_bad_record: ignore", `on_bad_record: "ignore" is not one of fail, skip, dead-letter`},

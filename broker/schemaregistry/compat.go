@@ -41,7 +41,7 @@ func checkCompatible(level string, candidate parsedSchema, existing []parsedSche
 	for i := len(existing) - 1; i >= 0; i-- {
 		old := existing[i]
 		if backward {
-			err := avroCompatible(candidate, old, budget)
+			err := compatible(candidate, old, budget)
 			if errors.Is(err, errCheckBound) {
 				return nil, err
 			}
@@ -50,7 +50,7 @@ func checkCompatible(level string, candidate parsedSchema, existing []parsedSche
 			}
 		}
 		if forward {
-			err := avroCompatible(old, candidate, budget)
+			err := compatible(old, candidate, budget)
 			if errors.Is(err, errCheckBound) {
 				return nil, err
 			}

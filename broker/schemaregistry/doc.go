@@ -35,7 +35,8 @@
 // are JSON; a nil value is a tombstone.
 //
 //	key                                                    value
-//	{"keytype":"SCHEMA","subject":S,"version":V,           {"subject":S,"version":V,"id":N,"schema":TEXT}
+//	{"keytype":"SCHEMA","subject":S,"version":V,           {"subject":S,"version":V,"id":N,"schema":TEXT,
+//	                                                        "schemaType":T,"references":[...]} (T, refs optional)
 //	 "nonce":U,"magic":1}                                  one registration; tombstone = permanent delete
 //	{"keytype":"DELETE_VERSION","subject":S,"version":V,   {"subject":S,"version":V,"nonce":U}
 //	 "nonce":U,"delete":D,"magic":1}                       soft delete D of registration U
@@ -95,7 +96,9 @@
 //     holds only its bytes plus one 16 KiB read of a budget of 64 times
 //     MaxRequestBytes shared by all bodies: slow clients hold no slot.
 //   - A schema is at most 512 KiB in canonical form (42209) and nested at
-//     most 256 levels (42201); references are refused (42201).
+//     most 256 levels (42201); references nest at most 16 deep and name at
+//     most 256 schemas, transitively (42201); they cannot form a cycle (each
+//     names a version registered before).
 //   - A compatibility check (a registration's, or POST /compatibility)
 //     spends at most Options.MaxCheckSteps steps (10,000,000: one per pair
 //     of schema nodes compared, field, alias or enum symbol looked at,

@@ -32,6 +32,7 @@ const (
 	codeInvalidSchema              = 42201
 	codeInvalidVersion             = 42202
 	codeInvalidCompatibilityLevel  = 42203
+	codeReferenceExists            = 42206
 	codeInvalidSubject             = 42208
 	codeSchemaTooLarge             = 42209
 	codeStoreError                 = 50001

@@ -2,6 +2,8 @@ package schemaregistry
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"testing"
 )
 
@@ -19,19 +21,32 @@ func FuzzParseSchemaRequest(f *testing.F) {
 		f.Add(schemaBody(s))
 	}
 	f.Add([]byte(`{"schema":"\"int\"","schemaType":"PROTOBUF"}`))
+	f.Add([]byte(`{"schema":"syntax = \"proto3\"; message M { int32 a = 1; }","schemaType":"PROTOBUF"}`))
+	f.Add([]byte(`{"schema":"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}","schemaType":"JSON"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ps, aerr := parseSchemaRequest(body)
+		sub, aerr := parseSchemaRequest(body)
 		if aerr != nil {
 			if aerr.status() >= 500 || aerr.message == "" {
 				t.Fatalf("error %d %q", aerr.code, aerr.message)
 			}
 			return
 		}
-		again, err := parseAvro(ps.canonical)
+		if len(sub.references) > 0 {
+			return // resolved against a state: FuzzApplyRecords
+		}
+		ps, err := parseTyped(context.Background(), sub, nil, 0)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status() >= 500 || ae.message == "" {
+				t.Fatalf("parse error %v", err)
+			}
+			return
+		}
+		again, err := parseTyped(context.Background(), submission{schemaType: sub.schemaType, text: ps.canonical}, nil, 0)
 		if err != nil {
 			t.Fatalf("canonical form %s does not parse: %v", ps.canonical, err)
 		}
-		if again.canonical != ps.canonical {
+		if again.canonical != ps.canonical || again.key != ps.key {
 			t.Fatalf("canonical form is not a fixed point:\n%s\n%s", ps.canonical, again.canonical)
 		}
 	})

@@ -9,10 +9,17 @@ import (
 // subjectVersion is a version's answer: GET /subjects/{s}/versions/{v} and
 // POST /subjects/{s}.
 type subjectVersion struct {
-	Subject string `json:"subject"`
-	Version int    `json:"version"`
-	ID      int    `json:"id"`
-	Schema  string `json:"schema"`
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int         `json:"id"`
+	SchemaType string      `json:"schemaType,omitempty"` // none for AVRO, as Confluent answers
+	References []reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+// versionOf is the answer for version v of subject holding ps.
+func versionOf(subject string, v *version, ps parsedSchema) subjectVersion {
+	return subjectVersion{Subject: subject, Version: v.number, ID: v.id, SchemaType: ps.typeName(), References: ps.references, Schema: ps.canonical}
 }
 
 func (r *Registry) listSubjects(req *request) (any, error) {
@@ -59,7 +66,7 @@ func (r *Registry) findVersion(req *request) (subjectVersion, error) {
 			aerr = versionNotFound(subject, n)
 			return
 		}
-		out = subjectVersion{Subject: subject, Version: v.number, ID: v.id, Schema: st.schemas[v.id].schema.canonical}
+		out = versionOf(subject, v, st.schemas[v.id].schema)
 	})
 	if aerr != nil {
 		return out, aerr
@@ -78,7 +85,7 @@ func (r *Registry) getVersionSchema(req *request) (any, error) {
 }
 
 func (r *Registry) registerSchema(req *request) (any, error) {
-	ps, aerr := parseSchemaRequest(req.body)
+	ps, aerr := r.parseSubmission(req)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -93,7 +100,7 @@ func (r *Registry) registerSchema(req *request) (any, error) {
 
 func (r *Registry) lookupSchema(req *request) (any, error) {
 	subject := req.PathValue("subject")
-	ps, aerr := parseSchemaRequest(req.body)
+	ps, aerr := r.parseSubmission(req)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -105,11 +112,11 @@ func (r *Registry) lookupSchema(req *request) (any, error) {
 			aerr = subjectNotFound(subject)
 			return
 		}
-		id, known := st.idByCanon[ps.canonical]
+		id, known := st.idByCanon[ps.key]
 		for i := len(sub.versions) - 1; known && i >= 0; i-- {
 			v := sub.versions[i]
 			if (deleted || !v.deleted) && v.id == id {
-				out = subjectVersion{Subject: subject, Version: v.number, ID: v.id, Schema: ps.canonical}
+				out = versionOf(subject, v, st.schemas[id].schema)
 				return
 			}
 		}
@@ -169,8 +176,10 @@ func (r *Registry) getSchemaByID(req *request) (any, error) {
 		return nil, err
 	}
 	return struct {
-		Schema string `json:"schema"`
-	}{ps.canonical}, nil
+		SchemaType string      `json:"schemaType,omitempty"`
+		References []reference `json:"references,omitempty"`
+		Schema     string      `json:"schema"`
+	}{ps.typeName(), ps.references, ps.canonical}, nil
 }
 
 func (r *Registry) getSchemaTextByID(req *request) (any, error) {
@@ -290,7 +299,7 @@ func (r *Registry) checkCompatibility(req *request) (any, error) {
 			return nil, aerr
 		}
 	}
-	ps, aerr := parseSchemaRequest(req.body)
+	ps, aerr := r.parseSubmission(req)
 	if aerr != nil {
 		return nil, aerr
 	}

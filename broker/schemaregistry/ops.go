@@ -93,8 +93,9 @@ func (s *store) writeRegistration(ctx context.Context, subject string, ps parsed
 		s.metrics.raceLost.Inc()
 		return 0, false, nil
 	}
-	s.pending.Store(ps.canonical, ps) // the reader applies it without parsing it again
-	defer s.pending.Delete(ps.canonical)
+	pk := parseKey(ps.schemaType, ps.references, ps.canonical)
+	s.pending.Store(pk, ps) // the reader applies it without parsing it again
+	defer s.pending.Delete(pk)
 	if err := s.produce(ctx, *d.record); err != nil {
 		return 0, false, writeError(err)
 	}
@@ -117,7 +118,7 @@ type subjectSnapshot struct {
 
 func snapshotSubject(st *state, subject string, ps parsedSchema) subjectSnapshot {
 	snap := subjectSnapshot{level: st.level(subject)}
-	id, known := st.idByCanon[ps.canonical]
+	id, known := st.idByCanon[ps.key]
 	if sub := st.subjects[subject]; sub != nil {
 		for _, v := range sub.versions {
 			if v.deleted {
@@ -185,7 +186,7 @@ func decideRegister(st *state, subject string, ps parsedSchema, nonce string) re
 // schema's id and the subject's next version.
 func decideWrite(st *state, subject string, ps parsedSchema, nonce string) registration {
 	id, version := st.idFor(ps), st.nextVersion(subject)
-	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Schema: ps.canonical}}}
+	return registration{id: id, record: &logRecord{schemaKey(subject, version, nonce), schemaValue{Subject: subject, Version: version, ID: id, Type: ps.typeName(), References: ps.references, Schema: ps.canonical}}}
 }
 
 // deleteVersion soft-deletes (or, when permanent, hard-deletes an already
@@ -226,6 +227,8 @@ func decideDeleteVersion(st *state, subject string, version int, permanent bool)
 	switch {
 	case v == nil:
 		return 0, nil, versionNotFound(subject, version)
+	case len(st.referencedBy(subject, v.number)) > 0:
+		return 0, nil, referenceExists(st, subject, v.number)
 	case !permanent && v.deleted:
 		return 0, nil, errorf(codeVersionSoftDeleted, "Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", subject, v.number)
 	case permanent && !v.deleted:
@@ -302,6 +305,11 @@ func decideDeleteSubject(st *state, subject string, permanent bool) ([]int, []lo
 	case permanent && sub.live() > 0:
 		return nil, nil, errorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
 	}
+	for _, v := range sub.versions {
+		if len(st.referencedBy(subject, v.number)) > 0 {
+			return nil, nil, referenceExists(st, subject, v.number)
+		}
+	}
 	var recs []logRecord
 	if permanent {
 		recs = loserTombstones(st)
@@ -357,4 +365,11 @@ func (s *store) deleteConfig(ctx context.Context, subject string) (string, error
 		return "", writeError(err)
 	}
 	return old, nil
+}
+
+// referenceExists refuses to delete a version other schemas reference, as
+// Confluent does: a replay of the log could no longer parse them.
+func referenceExists(st *state, subject string, version int) *apiError {
+	by := st.referencedBy(subject, version)
+	return errorf(codeReferenceExists, "One or more references exist to the schema {subject=%s, version=%d}: %d registration(s) reference it, the first %s version %d; delete them first", subject, version, len(by), by[0].Subject, by[0].Version)
 }

@@ -17,36 +17,57 @@ import (
 // Fields Confluent defines that this registry does not use (id, version,
 // metadata, ruleSet) are accepted and ignored, as unknown fields are.
 type schemaRequest struct {
-	Schema     *string           `json:"schema"`
-	SchemaType string            `json:"schemaType"`
-	References []json.RawMessage `json:"references"`
+	Schema     *string     `json:"schema"`
+	SchemaType string      `json:"schemaType"`
+	References []reference `json:"references"`
 }
 
-// parseSchemaRequest decodes and checks a schema request body and parses
-// its Avro schema. Every failure is a Confluent-style *apiError.
-func parseSchemaRequest(body []byte) (parsedSchema, *apiError) {
+// parseSchemaRequest decodes and checks a schema request body. Every
+// failure is a Confluent-style *apiError.
+func parseSchemaRequest(body []byte) (submission, *apiError) {
 	var req schemaRequest
 	if aerr := decodeJSON(body, &req); aerr != nil {
-		return parsedSchema{}, aerr
+		return submission{}, aerr
 	}
-	switch t := strings.ToUpper(req.SchemaType); t {
-	case "", "AVRO":
-	case "JSON", "PROTOBUF":
-		return parsedSchema{}, errorf(codeInvalidSchema, "Schema type %s is not supported: this registry serves AVRO schemas only", t)
+	t := strings.ToUpper(req.SchemaType)
+	switch t {
+	case "":
+		t = typeAvro
+	case typeAvro, typeProtobuf, typeJSON:
 	default:
-		return parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema type %q: this registry serves AVRO schemas only", req.SchemaType)
-	}
-	if len(req.References) > 0 {
-		return parsedSchema{}, errorf(codeInvalidSchema, "Schema references are not supported by this registry: inline the referenced types in the schema")
+		return submission{}, errorf(codeInvalidSchema, "Invalid schema type %q: want AVRO, PROTOBUF or JSON", abbreviate(req.SchemaType, 64))
 	}
 	if req.Schema == nil {
-		return parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema: the request has no \"schema\" field; send {\"schema\": \"<Avro schema as a JSON string>\"}")
+		return submission{}, errorf(codeInvalidSchema, "Invalid schema: the request has no \"schema\" field; send {\"schema\": \"<the schema as a JSON string>\"}")
 	}
-	ps, err := parseAvro(*req.Schema)
-	if err != nil {
-		var aerr *apiError
-		if errors.As(err, &aerr) {
+	if len(req.References) > maxReferences {
+		return submission{}, errorf(codeInvalidSchema, "Invalid schema: %d references, more than the %d allowed", len(req.References), maxReferences)
+	}
+	return submission{schemaType: t, text: *req.Schema, references: req.References}, nil
+}
+
+// parseSubmission parses a request's schema with its references resolved
+// against the registry's current state.
+func (r *Registry) parseSubmission(req *request) (parsedSchema, *apiError) {
+	sub, aerr := parseSchemaRequest(req.body)
+	if aerr != nil {
+		return parsedSchema{}, aerr
+	}
+	var (
+		deps  []dep
+		depth int
+	)
+	if len(sub.references) > 0 {
+		r.store.view(func(st *state) { deps, depth, aerr = st.resolve(sub.references) })
+		if aerr != nil {
 			return parsedSchema{}, aerr
+		}
+	}
+	ps, err := parseTyped(req.ctx, sub, deps, depth)
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return parsedSchema{}, ae
 		}
 		return parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema: %v", err)
 	}

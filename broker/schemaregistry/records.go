@@ -33,11 +33,24 @@ type recordKey struct {
 
 // schemaValue is the value of a SCHEMA record: one registration.
 type schemaValue struct {
-	Subject string `json:"subject"`
-	Version int    `json:"version"`
-	ID      int    `json:"id"`
-	Type    string `json:"schemaType,omitempty"` // empty = AVRO
-	Schema  string `json:"schema"`
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int         `json:"id"`
+	Type       string      `json:"schemaType,omitempty"` // empty = AVRO
+	References []reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+// parseKey names the schema a SCHEMA record holds before it is parsed:
+// its text, with its type and references when it is not plain Avro (what
+// the reader's parsed schemas are keyed by).
+func (v schemaValue) parseKey() string { return parseKey(v.Type, v.References, v.Schema) }
+
+func parseKey(schemaType string, refs []reference, text string) string {
+	if (schemaType == "" || schemaType == typeAvro) && len(refs) == 0 {
+		return text
+	}
+	return schemaType + "\x00" + refsKey(refs) + "\x00" + text
 }
 
 // deleteVersionValue is the value of a DELETE_VERSION record: a soft delete.

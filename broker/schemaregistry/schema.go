@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/hamba/avro/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Compatibility levels (Confluent's names). BACKWARD is the default.
@@ -37,11 +39,19 @@ func validLevel(level string) bool {
 // cannot drive the Avro parser's recursion arbitrarily deep.
 const maxSchemaDepth = 256
 
-// parsedSchema is a registered or submitted Avro schema.
+// parsedSchema is a registered or submitted schema of one of the three
+// types, with its references resolved.
 type parsedSchema struct {
-	avro        avro.Schema
-	canonical   string // the form stored, served and compared for equality
-	fingerprint string // hex SHA-256 of canonical
+	schemaType  string      // typeAvro, typeProtobuf or typeJSON
+	avro        avro.Schema // AVRO
+	proto       protoreflect.FileDescriptor
+	json        *jsonschema.Schema
+	references  []reference // as registered
+	deps        []dep       // the referenced schemas, transitively, each after its own
+	depth       int         // 0 without references, else 1 + the deepest reference's
+	canonical   string      // the form stored, served and compared for equality
+	key         string      // identity: canonical, with the type and references when not plain Avro
+	fingerprint string      // hex SHA-256 of key
 }
 
 // parseAvro parses an Avro schema and returns it with its canonical text:
@@ -77,7 +87,7 @@ func parseAvro(text string) (ps parsedSchema, err error) {
 		return ps, errorf(codeInvalidSchema, "Invalid schema: cannot serialize it back: %v", merr)
 	}
 	sum := sha256.Sum256(canon)
-	return parsedSchema{avro: s, canonical: string(canon), fingerprint: hex.EncodeToString(sum[:])}, nil
+	return parsedSchema{schemaType: typeAvro, avro: s, canonical: string(canon), key: string(canon), fingerprint: hex.EncodeToString(sum[:])}, nil
 }
 
 // jsonDepth is the deepest nesting of objects and arrays in data, counted

@@ -1,6 +1,7 @@
 package schemaregistry
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -14,7 +15,7 @@ import (
 // store guards it.
 type state struct {
 	schemas   map[int]*schemaEntry // id → schema, while a version uses it
-	idByCanon map[string]int       // canonical text → id
+	idByCanon map[string]int       // schema identity (parsedSchema.key) → id
 	subjects  map[string]*subject
 	byNonce   map[string]*version // accepted registrations by record nonce
 	configs   map[string]string   // subject → level; "" = global
@@ -155,24 +156,40 @@ func (s *state) applyParsed(key recordKey, value []byte, parsed map[string]parse
 // remove before the record, so the compacted log accepts every record the
 // whole log accepted (TestRacingWritersAndCompaction).
 func (s *state) register(key recordKey, v schemaValue, parsed map[string]parsedSchema) applyResult {
-	if key.Subject == nil || *key.Subject != v.Subject || key.Version != v.Version || v.Version < 1 || v.ID < 1 || v.Type != "" && v.Type != "AVRO" {
+	typ := v.Type
+	if typ == "" {
+		typ = typeAvro
+	}
+	if key.Subject == nil || *key.Subject != v.Subject || key.Version != v.Version || v.Version < 1 || v.ID < 1 || typ != typeAvro && typ != typeProtobuf && typ != typeJSON {
 		return skipped
 	}
 	if _, dup := s.byNonce[key.Nonce]; dup {
 		return skipped
 	}
-	ps, ok := parsed[v.Schema]
-	if e := s.schemas[v.ID]; e != nil && e.schema.canonical == v.Schema {
+	pk := v.parseKey()
+	ps, ok := parsed[pk]
+	if e := s.schemas[v.ID]; e != nil && parseKey(e.schema.schemaType, e.schema.references, e.schema.canonical) == pk {
 		ps = e.schema // stored text is canonical: no second parse
 	} else if !ok {
 		var err error
-		if ps, err = parseAvro(v.Schema); err != nil {
+		if typ == typeAvro && len(v.References) == 0 {
+			ps, err = parseAvro(v.Schema)
+		} else {
+			// References resolve against the state at this record's
+			// place in the log: the same on every instance.
+			deps, depth, aerr := s.resolve(v.References)
+			if aerr != nil {
+				return skipped
+			}
+			ps, err = parseTyped(context.Background(), submission{schemaType: typ, text: v.Schema, references: v.References}, deps, depth)
+		}
+		if err != nil {
 			return skipped
 		}
 	}
 	sub := s.subjects[v.Subject]
 	reject := false
-	heldID, held := s.idByCanon[ps.canonical]
+	heldID, held := s.idByCanon[ps.key]
 	if sub != nil {
 		if n := len(sub.versions); n > 0 && sub.versions[n-1].number >= v.Version {
 			reject = true
@@ -186,7 +203,7 @@ func (s *state) register(key recordKey, v schemaValue, parsed map[string]parsedS
 	if held && heldID != v.ID {
 		reject = true
 	}
-	if e := s.schemas[v.ID]; e != nil && e.schema.canonical != ps.canonical {
+	if e := s.schemas[v.ID]; e != nil && e.schema.key != ps.key {
 		reject = true
 	}
 	if fp, ok := s.retired[v.ID]; ok && fp != ps.fingerprint {
@@ -207,7 +224,7 @@ func (s *state) register(key recordKey, v schemaValue, parsed map[string]parsedS
 	if e == nil {
 		e = &schemaEntry{id: v.ID, schema: ps}
 		s.schemas[v.ID] = e
-		s.idByCanon[ps.canonical] = v.ID
+		s.idByCanon[ps.key] = v.ID
 	}
 	e.refs++
 	s.maxID = max(s.maxID, v.ID)
@@ -229,7 +246,7 @@ func (s *state) hardDelete(nonce string) applyResult {
 	if e := s.schemas[v.id]; e != nil {
 		if e.refs--; e.refs <= 0 {
 			delete(s.schemas, v.id)
-			delete(s.idByCanon, e.schema.canonical)
+			delete(s.idByCanon, e.schema.key)
 		}
 	}
 	return applied
@@ -296,7 +313,7 @@ func (s *state) nextVersion(subject string) int {
 // idFor is the id a new registration of the schema gets: its own if it has
 // (or had) one, the next unused one otherwise.
 func (s *state) idFor(ps parsedSchema) int {
-	if id, ok := s.idByCanon[ps.canonical]; ok {
+	if id, ok := s.idByCanon[ps.key]; ok {
 		return id
 	}
 	if id, ok := s.retiredID[ps.fingerprint]; ok {

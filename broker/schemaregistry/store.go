@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +206,7 @@ func (s *store) parseSchemas(fetches kgo.Fetches) map[string]parsedSchema {
 		}
 		var v schemaValue
 		if json.Unmarshal(r.Value, &v) == nil && v.Schema != "" {
-			texts = append(texts, v.Schema)
+			texts = append(texts, v.parseKey())
 		}
 	})
 	if len(texts) == 0 {
@@ -214,8 +215,8 @@ func (s *store) parseSchemas(fetches kgo.Fetches) map[string]parsedSchema {
 	parsed := make(map[string]parsedSchema, len(texts))
 	s.mu.RLock()
 	for _, text := range texts {
-		if id, ok := s.st.idByCanon[text]; ok {
-			parsed[text] = s.st.schemas[id].schema
+		if id, ok := s.st.idByCanon[text]; ok && text == s.st.schemas[id].schema.canonical {
+			parsed[text] = s.st.schemas[id].schema // plain Avro: key and text are one
 		}
 	}
 	s.mu.RUnlock()
@@ -225,6 +226,8 @@ func (s *store) parseSchemas(fetches kgo.Fetches) map[string]parsedSchema {
 		}
 		if p, ok := s.pending.Load(text); ok {
 			parsed[text] = p.(parsedSchema)
+		} else if strings.Contains(text, "\x00") {
+			continue // typed or with references: parsed in apply, against the state
 		} else if ps, err := parseAvro(text); err == nil {
 			parsed[text] = ps
 		}
