@@ -240,7 +240,7 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	defer srcCl.Close()
 	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
 		partitions: map[string]int32{}, next: map[Partition]int64{}, target: map[Partition]int64{},
-		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}}
+		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
 	starts, err := s.refresh(ctx, true)
 	if err != nil {
 		return err
@@ -278,13 +278,14 @@ type copySession struct {
 	st   *State
 	prog *kafka.Progress
 
-	partitions map[string]int32    // mirrored topics and their partition counts
-	next       map[Partition]int64 // next source offset, committed
-	target     map[Partition]int64 // target offset after the last committed copy
-	hwm        map[Partition]int64 // the source's high watermark, last seen
-	lastCkpt   map[Partition]int64 // source offset of the last checkpoint written
-	ckptAt     time.Time           // when checkpoints were last written
-	refreshAt  time.Time           // when topics were last listed
+	partitions map[string]int32      // mirrored topics and their partition counts
+	next       map[Partition]int64   // next source offset, committed
+	target     map[Partition]int64   // target offset after the last committed copy
+	hwm        map[Partition]int64   // the source's high watermark, last seen
+	lastCkpt   map[Partition]int64   // source offset of the last checkpoint written
+	origin     map[Partition]Mapping // where a partition without a position started
+	ckptAt     time.Time             // when checkpoints were last written
+	refreshAt  time.Time             // when topics were last listed
 }
 
 // refresh lists the source's topics, creates or grows them on the target
@@ -334,6 +335,13 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the source's end offsets: %w", err)
 	}
+	targetEnds, err := s.dst.ListEndOffsets(ctx, fresh...)
+	if err == nil {
+		err = targetEnds.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mirror: list the target's end offsets: %w", err)
+	}
 	out := map[string]map[int32]kgo.Offset{}
 	for _, topic := range fresh {
 		for p := int32(0); p < s.partitions[topic]; p++ {
@@ -349,10 +357,14 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 				return nil, err
 			}
 			s.next[tp] = at
-			if pos := s.st.Positions[tp]; pos != nil {
+			if pos := s.st.Positions[tp]; pos != nil && pos.Target >= 0 {
 				s.target[tp] = pos.Target
 			} else {
-				s.target[tp] = -1 // unknown until the first copy
+				// The partition's origin: every source record from at on
+				// lands at or after the target's end now.
+				te, _ := targetEnds.Lookup(topic, p)
+				s.target[tp] = te.Offset
+				s.origin[tp] = Mapping{Source: at, Target: te.Offset}
 			}
 			if c := s.st.Checkpoints[tp]; c != nil && len(c.History) > 0 {
 				s.lastCkpt[tp] = c.History[len(c.History)-1].Source
@@ -615,6 +627,9 @@ func (s *copySession) checkpoints(t *txn, targets map[Partition]int64, now time.
 		}
 		m := Mapping{Source: next, Target: target}
 		c := &Checkpoints{First: m}
+		if o, ok := s.origin[tp]; ok {
+			c.First = o
+		}
 		if old := s.st.Checkpoints[tp]; old != nil {
 			c.First = old.First
 			c.History = append([]Mapping(nil), old.History...)
