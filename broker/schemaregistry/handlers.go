@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 )
@@ -75,6 +76,24 @@ func (r *Registry) findVersion(req *request) (subjectVersion, error) {
 }
 
 func (r *Registry) getVersion(req *request) (any, error) { return r.findVersion(req) }
+
+// getReferencedBy serves /subjects/{subject}/versions/{version}/referencedby:
+// the ids of the schemas that reference that version (Confluent's answer, a
+// JSON array of ids, ascending).
+func (r *Registry) getReferencedBy(req *request) (any, error) {
+	sv, err := r.findVersion(req)
+	if err != nil {
+		return nil, err
+	}
+	ids := []int{}
+	r.store.view(func(st *state) {
+		for _, by := range st.referencedBy(sv.Subject, sv.Version) {
+			ids = append(ids, by.ID)
+		}
+	})
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
 
 func (r *Registry) getVersionSchema(req *request) (any, error) {
 	sv, err := r.findVersion(req)

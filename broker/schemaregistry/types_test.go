@@ -204,6 +204,17 @@ message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3;
 		if err != nil || found.ID != o.ID {
 			t.Fatalf("lookup by schema: %+v %v", found, err)
 		}
+		// referencedby names the schemas that use a version (franz-go's SchemaReferences asks it).
+		by, err := reg.client.SchemaReferences(ctx, "money.proto", c.Version)
+		if err != nil || len(by) != 1 || by[0].ID != o.ID || by[0].Subject != "orders-value" {
+			t.Fatalf("referencedby money.proto/%d: %+v %v, want orders-value id %d", c.Version, by, err, o.ID)
+		}
+		if by, err := reg.client.SchemaReferences(ctx, "orders-value", -1); err != nil || len(by) != 0 {
+			t.Fatalf("referencedby orders-value/latest: %+v %v, want none", by, err)
+		}
+		if types, err := reg.client.SupportedTypes(ctx); err != nil || len(types) != 3 {
+			t.Fatalf("/schemas/types: %v %v, want AVRO, JSON, PROTOBUF", types, err)
+		}
 		// The same text as an Avro schema is not found under the JSON subject.
 		if _, err := reg.client.LookupSchema(ctx, "users-value", sr.Schema{Schema: jsonV1, Type: sr.TypeAvro}); err == nil {
 			t.Fatal("a JSON schema was found as an Avro one")
