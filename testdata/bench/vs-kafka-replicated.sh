@@ -194,7 +194,7 @@ CATCH="$WORK/catchup.txt"; : >"$CATCH"
 catchup() { # cluster bootstrap
   local c=$1 boot=$2 line leader f n t0 t1 secs rate cons i isr
   create_replicated "$boot" catchup 1
-  for i in $(seq 1 100); do line=$(partition_line "$boot" catchup); [ -n "$line" ] && break; sleep 0.2; done
+  for i in $(seq 1 150); do line=$(partition_line "$boot" catchup); [ "${line%% *}" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
   leader=${line%% *}
   [ -n "$leader" ] && [ "$leader" -ge 1 ] || die "$c: no leader for catchup-0 ($line)"
   f=$(( leader % 3 + 1 ))
