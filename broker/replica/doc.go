@@ -6,15 +6,21 @@
 // offset, each change written through Options.AlterISR conditionally on the
 // state version (a refused write waits for the next Apply). Followers run one
 // fetcher per leader (Fetch with replica_id), append with the leader's
-// offsets and epochs, and on a new role truncate by OffsetForLeaderEpoch
-// (KIP-101), walking epochs back while the leader's answer is older
-// (KIP-279), never to their own high watermark.
+// offsets and epochs, and cut their log where it diverges from the leader's
+// by leader epoch (KIP-101), walking epochs back while the leader's answer
+// is older (KIP-279), never to their own high watermark.
+//
+// A follower fetches (Fetch v12) naming its log's latest epoch as
+// last_fetched_epoch; when its log diverged, the leader answers with the
+// DivergingEpoch of KIP-320 (its end of that epoch) and no records, and the
+// follower cuts its log there without an OffsetForLeaderEpoch round trip
+// (which it still sends after OFFSET_OUT_OF_RANGE or a refused append). A
+// partition-level fetch error delays that partition alone for FetchBackoff
+// (Kafka's delayed partitions); a failed request backs the whole fetcher off.
 //
 // Lock order: Manager.applyMu -> partition.mu -> Manager.mu -> fetcher.mu;
 // partition.mu before the partition log's locks.
 //
-// Compared with Kafka: no KIP-320 diverging-epoch in Fetch answers (a
-// follower re-truncates on OFFSET_OUT_OF_RANGE or a refused append); a
-// partition-level fetch error backs off the whole fetcher; followers do not
-// follow the leader's log start offset; no follower fetching for clients.
+// Compared with Kafka: followers do not follow the leader's log start
+// offset; no follower fetching for clients.
 package replica

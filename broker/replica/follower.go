@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,9 +19,13 @@ const (
 	offsetForLeaderEpochVersion = 4
 )
 
-// followLocked assigns p to the fetcher of leader; it truncates first.
+// followLocked assigns p to the fetcher of leader. It fetches at once: its
+// first Fetch names the log's latest epoch (KIP-320's last_fetched_epoch),
+// and a log that diverged from the leader's is answered with the leader's
+// end of that epoch and cut there (applyFetched), without an
+// OffsetForLeaderEpoch round trip.
 func (m *Manager) followLocked(p *partition, leader int32) {
-	p.fetching = &fetchAssignment{leader: leader, epoch: p.epoch, truncating: true, gen: nextGen()}
+	p.fetching = &fetchAssignment{leader: leader, epoch: p.epoch, gen: nextGen()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -62,20 +67,23 @@ type fetcher struct {
 	cancel context.CancelFunc
 	wake   chan struct{} // a partition was added
 
-	mu    sync.Mutex // guards parts; taken after partition.mu and Manager.mu, never before
-	parts map[partitionKey]*partition
+	mu      sync.Mutex // guards parts and delayed; taken after partition.mu and Manager.mu, never before
+	parts   map[partitionKey]*partition
+	delayed map[partitionKey]time.Time // partitions left out of rounds until then (Kafka's delayed partitions)
 
 	conn *brokerConn // owned by the goroutine
 }
 
 func newFetcher(m *Manager, leader int32) *fetcher {
 	ctx, cancel := context.WithCancel(m.ctx)
-	return &fetcher{m: m, leader: leader, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), parts: map[partitionKey]*partition{}}
+	return &fetcher{m: m, leader: leader, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+		parts: map[partitionKey]*partition{}, delayed: map[partitionKey]time.Time{}}
 }
 
 func (f *fetcher) add(p *partition) {
 	f.mu.Lock()
 	f.parts[p.key] = p
+	delete(f.delayed, p.key) // a new role starts undelayed
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -88,7 +96,25 @@ func (f *fetcher) remove(key partitionKey) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.parts, key)
+	delete(f.delayed, key)
 	return len(f.parts)
+}
+
+// delay leaves the partitions out of rounds for one FetchBackoff: a
+// partition-level error backs off that partition only, while the others go
+// on being fetched.
+func (f *fetcher) delay(keys []partitionKey) {
+	if len(keys) == 0 {
+		return
+	}
+	until := f.m.clock.Now().Add(f.m.opts.FetchBackoff)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := f.parts[k]; ok {
+			f.delayed[k] = until
+		}
+	}
 }
 
 func (f *fetcher) stop() { f.cancel() }
@@ -101,10 +127,22 @@ type work struct {
 	latestEpoch int32
 }
 
-func (f *fetcher) snapshot() []work {
+// snapshot lists the partitions of the next round: those not delayed. When
+// some are delayed, next is the earliest end of their delays.
+func (f *fetcher) snapshot() (ws []work, next time.Time) {
+	now := f.m.clock.Now()
 	f.mu.Lock()
 	ps := make([]*partition, 0, len(f.parts))
-	for _, p := range f.parts {
+	for k, p := range f.parts {
+		if until, ok := f.delayed[k]; ok {
+			if now.Before(until) {
+				if next.IsZero() || until.Before(next) {
+					next = until
+				}
+				continue
+			}
+			delete(f.delayed, k)
+		}
 		ps = append(ps, p)
 	}
 	f.mu.Unlock()
@@ -114,15 +152,14 @@ func (f *fetcher) snapshot() []work {
 		}
 		return ps[i].key.partition < ps[j].key.partition
 	})
-	var out []work
 	for _, p := range ps {
 		p.mu.Lock()
 		if a := p.fetching; a != nil && a.leader == f.leader {
-			out = append(out, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch()})
+			ws = append(ws, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch()})
 		}
 		p.mu.Unlock()
 	}
-	return out
+	return ws, next
 }
 
 func (f *fetcher) run() {
@@ -134,12 +171,9 @@ func (f *fetcher) run() {
 	}()
 	log := f.m.logger.With("leader", f.leader)
 	for f.ctx.Err() == nil {
-		ws := f.snapshot()
+		ws, next := f.snapshot()
 		if len(ws) == 0 {
-			select {
-			case <-f.ctx.Done():
-			case <-f.wake:
-			}
+			f.idle(next)
 			continue
 		}
 		if err := f.round(ws); err != nil {
@@ -165,8 +199,25 @@ func (f *fetcher) backoff() {
 	}
 }
 
+// idle waits for a partition to be added or, when next is set, for the
+// first delayed partition's delay to end.
+func (f *fetcher) idle(next time.Time) {
+	var timeout <-chan time.Time
+	if !next.IsZero() {
+		t := f.m.clock.NewTimer(next.Sub(f.m.clock.Now()))
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-f.ctx.Done():
+	case <-f.wake:
+	case <-timeout:
+	}
+}
+
 // round truncates the partitions that must, else fetches the others once.
-// A partition-level error backs off without dropping the connection.
+// A partition-level error delays that partition only (delay), without
+// dropping the connection; a request-level error backs the fetcher off.
 func (f *fetcher) round(ws []work) error {
 	if f.conn == nil {
 		addr, ok := f.m.opts.Addr(f.leader)
@@ -188,26 +239,26 @@ func (f *fetcher) round(ws []work) error {
 			fetch = append(fetch, w)
 		}
 	}
-	var retry bool
+	var delayed []partitionKey
 	var err error
 	if len(trunc) > 0 {
-		retry, err = f.truncate(trunc)
+		delayed, err = f.truncate(trunc)
 	} else {
-		retry, err = f.fetch(fetch)
+		delayed, err = f.fetch(fetch)
 	}
 	if err != nil {
 		return err
 	}
-	if retry {
-		f.backoff()
-	}
+	f.delay(delayed)
 	return nil
 }
 
 // truncate asks the leader for the end of each partition's latest epoch
 // and cuts the log where it diverges (KIP-101), again with the next epoch
 // down while the leader's answer is an older epoch than asked (KIP-279).
-func (f *fetcher) truncate(ws []work) (retry bool, err error) {
+// Used after OFFSET_OUT_OF_RANGE or a refused append; a new role fetches at
+// once (followLocked). It returns the partitions to delay.
+func (f *fetcher) truncate(ws []work) (delayed []partitionKey, err error) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.SetVersion(offsetForLeaderEpochVersion)
 	req.ReplicaID = f.m.opts.BrokerID
@@ -227,11 +278,12 @@ func (f *fetcher) truncate(ws []work) (retry bool, err error) {
 		f.finishTruncation(w, -1)
 	}
 	if len(req.Topics) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	f.m.metrics.epochRequests.Inc()
 	if err := f.conn.do(f.ctx, req, resp, f.m.opts.RequestTimeout); err != nil {
-		return false, err
+		return nil, err
 	}
 	byKey := map[partitionKey]work{}
 	for _, w := range ws {
@@ -246,13 +298,13 @@ func (f *fetcher) truncate(ws []work) (retry bool, err error) {
 			if rp.ErrorCode != 0 || rp.EndOffset < 0 {
 				f.m.logger.Info("leader cannot answer for epoch yet; retrying", "topic", rt.Topic, "partition", rp.Partition,
 					"leader", f.leader, "epoch", w.latestEpoch, "err", kerr.ErrorForCode(rp.ErrorCode), "end_offset", rp.EndOffset)
-				retry = true
+				delayed = append(delayed, w.p.key)
 				continue
 			}
 			f.applyEpochAnswer(w, rp.LeaderEpoch, rp.EndOffset)
 		}
 	}
-	return retry, nil
+	return delayed, nil
 }
 
 // applyEpochAnswer cuts the log after the leader answered (leaderEpoch,
@@ -264,6 +316,20 @@ func (f *fetcher) applyEpochAnswer(w work, leaderEpoch int32, endOffset int64) {
 	if p.fetching == nil || p.fetching.gen != w.a.gen || !p.fetching.truncating {
 		return
 	}
+	if f.cutLocked(w, leaderEpoch, endOffset) {
+		p.fetching.truncating = false
+	}
+}
+
+// cutLocked cuts p's log where it diverges from the leader's, given the
+// leader's end offset of leaderEpoch, its answer for the follower's latest
+// epoch (OffsetForLeaderEpoch, or a Fetch's diverging epoch). It returns
+// false when the cut may not be final: the leader's epoch is older than
+// asked and the log holds an older epoch than it (KIP-279), so the next
+// answer, for the epoch below, decides. It returns false too when the cut
+// failed. The caller holds p.mu.
+func (f *fetcher) cutLocked(w work, leaderEpoch int32, endOffset int64) bool {
+	p := w.p
 	to, complete := endOffset, true
 	if leaderEpoch != w.latestEpoch {
 		// The leader does not have our latest epoch: our end of its epoch.
@@ -282,15 +348,13 @@ func (f *fetcher) applyEpochAnswer(w work, leaderEpoch int32, endOffset int64) {
 		}
 		if err := p.log.TruncateTo(to); err != nil {
 			f.m.logger.Error("truncate", "topic", p.key.topic, "partition", p.key.partition, "to", to, "err", err)
-			return
+			return false
 		}
 		f.m.metrics.truncations.Inc()
 		f.m.logger.Info("truncated", "topic", p.key.topic, "partition", p.key.partition, "from", leo, "to", p.log.LogEndOffset(),
 			"leader", f.leader, "leader_epoch", leaderEpoch, "complete", complete)
 	}
-	if complete {
-		p.fetching.truncating = false
-	}
+	return complete
 }
 
 func (f *fetcher) finishTruncation(w work, _ int64) {
@@ -302,7 +366,8 @@ func (f *fetcher) finishTruncation(w work, _ int64) {
 }
 
 // fetch sends one Fetch for every partition and appends what comes back.
-func (f *fetcher) fetch(ws []work) (retry bool, err error) {
+// It returns the partitions to delay.
+func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 	opts := &f.m.opts
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
@@ -315,15 +380,15 @@ func (f *fetcher) fetch(ws []work) (retry bool, err error) {
 		t := fetchTopicOf(&req.Topics, w.p.key.topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = w.p.key.partition, w.a.epoch, w.fetchOffset
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, opts.FetchPartitionMaxBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, -1, opts.FetchPartitionMaxBytes
 		t.Partitions = append(t.Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if err := f.conn.do(f.ctx, req, resp, opts.RequestTimeout+opts.FetchWaitMax); err != nil {
-		return false, err
+		return nil, err
 	}
 	if resp.ErrorCode != 0 {
-		return true, fmt.Errorf("fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
+		return nil, fmt.Errorf("fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	byKey := map[partitionKey]work{}
 	for _, w := range ws {
@@ -336,15 +401,17 @@ func (f *fetcher) fetch(ws []work) (retry bool, err error) {
 				continue
 			}
 			if !f.applyFetched(w, &rp) {
-				retry = true
+				delayed = append(delayed, w.p.key)
 			}
 		}
 	}
-	return retry, nil
+	return delayed, nil
 }
 
 // applyFetched appends one partition's answer, keeping the leader's offsets
 // and epochs, and raises the high watermark to min(leader's, own log end).
+// An answer with a diverging epoch (KIP-320: the log's latest epoch ends
+// earlier at the leader, or is not the leader's) cuts the log there instead.
 // It returns false when the partition must wait (an error answer).
 func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) bool {
 	p := w.p
@@ -367,6 +434,13 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 	}
 	if p.log.LogEndOffset() != w.fetchOffset {
 		return true // the log moved since the request; fetch again from its end
+	}
+	if d := rp.DivergingEpoch; d.Epoch >= 0 && d.EndOffset >= 0 {
+		f.m.metrics.divergingEpochs.Inc()
+		// Not final (KIP-279) is fine: the next Fetch names the new latest
+		// epoch and is answered again.
+		f.cutLocked(w, d.Epoch, d.EndOffset)
+		return true
 	}
 	if n := len(rp.RecordBatches); n > 0 {
 		if _, err := p.log.Append(rp.RecordBatches, appendFollower); err != nil {

@@ -74,10 +74,18 @@ func (w testWriter) Write(p []byte) (int, error) {
 // newCluster starts brokers 1..n, creates topic with parts partitions on
 // each and leaves them without roles.
 func newCluster(t *testing.T, n int, parts int32, minISR int, lagTimeMax time.Duration) *testCluster {
+	return newClusterWith(t, n, parts, minISR, lagTimeMax, nil)
+}
+
+// newClusterWith is newCluster with the Options template changed by tweak.
+func newClusterWith(t *testing.T, n int, parts int32, minISR int, lagTimeMax time.Duration, tweak func(*replica.Options)) *testCluster {
 	c := &testCluster{t: t, topic: "replicated", parts: parts, minISR: minISR,
 		opts: replica.Options{LagTimeMax: lagTimeMax, FetchWaitMax: 100 * time.Millisecond, FetchBackoff: 20 * time.Millisecond,
 			RequestTimeout: 5 * time.Second},
 		nodes: map[int32]*testNode{}, dirs: map[int32]string{}, state: map[int32]replica.State{}, hws: map[string]int64{}}
+	if tweak != nil {
+		tweak(&c.opts)
+	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.dirs[id] = t.TempDir()
 		c.start(id)

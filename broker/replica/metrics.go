@@ -15,6 +15,8 @@ var MetricNames = []string{
 	"sluice_replica_isr_expands_total",
 	"sluice_replica_truncations_total",
 	"sluice_replica_fetcher_bytes_total",
+	"sluice_replica_epoch_requests_total",
+	"sluice_replica_diverging_epochs_total",
 }
 
 // metrics are a Manager's counters, and gauges computed at each scrape.
@@ -24,6 +26,9 @@ type metrics struct {
 	isrExpands   prometheus.Counter
 	truncations  prometheus.Counter
 	fetchedBytes prometheus.Counter
+	// epochRequests counts OffsetForLeaderEpoch requests sent,
+	// divergingEpochs the Fetch answers that named a diverging epoch.
+	epochRequests, divergingEpochs prometheus.Counter
 
 	leaders, underReplicated, underMinISR, maxLag *prometheus.Desc
 }
@@ -38,6 +43,10 @@ func newMetrics(m *Manager) *metrics {
 			Help: "Follower logs cut back to their leader's by leader epoch."}),
 		fetchedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_replica_fetcher_bytes_total",
 			Help: "Record-batch bytes the fetchers appended from leaders."}),
+		epochRequests: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_replica_epoch_requests_total",
+			Help: "OffsetForLeaderEpoch requests the fetchers sent (after OFFSET_OUT_OF_RANGE or a refused append)."}),
+		divergingEpochs: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_replica_diverging_epochs_total",
+			Help: "Fetch answers naming a diverging epoch (KIP-320), each followed by a cut of the follower's log."}),
 		leaders: prometheus.NewDesc("sluice_replica_leader_partitions",
 			"Partitions this broker leads.", nil, nil),
 		underReplicated: prometheus.NewDesc("sluice_replica_under_replicated_partitions",
@@ -55,6 +64,8 @@ func (x *metrics) Describe(ch chan<- *prometheus.Desc) {
 	x.isrExpands.Describe(ch)
 	x.truncations.Describe(ch)
 	x.fetchedBytes.Describe(ch)
+	x.epochRequests.Describe(ch)
+	x.divergingEpochs.Describe(ch)
 	ch <- x.leaders
 	ch <- x.underReplicated
 	ch <- x.underMinISR
@@ -67,6 +78,8 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 	x.isrExpands.Collect(ch)
 	x.truncations.Collect(ch)
 	x.fetchedBytes.Collect(ch)
+	x.epochRequests.Collect(ch)
+	x.divergingEpochs.Collect(ch)
 	s := x.m.Stats()
 	ch <- prometheus.MustNewConstMetric(x.leaders, prometheus.GaugeValue, float64(s.Leaders))
 	ch <- prometheus.MustNewConstMetric(x.underReplicated, prometheus.GaugeValue, float64(s.UnderReplicated))

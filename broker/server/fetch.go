@@ -62,6 +62,14 @@ type fetchPartition struct {
 	preferredRead int32
 	lastStable    int64
 	aborted       []plog.AbortedTxn // read_committed only (fetch_txn.go); nil = null
+	diverging     *divergingEpoch   // v12 tagged field 0, a follower's only (replication.go)
+}
+
+// divergingEpoch is KIP-320's answer to a follower whose log diverged: the
+// leader's end offset of the largest epoch at or below its last fetched one.
+type divergingEpoch struct {
+	epoch     int32
+	endOffset int64
 }
 
 // fetchTopic is one topic's part of a Fetch answer.
@@ -81,9 +89,11 @@ type fetchTarget struct {
 	leaderEpoch int32
 	cached      *sessionPart // nil without a session
 	// Set by replicaFetchChecks in cluster mode (replication.go).
-	replicated bool  // the leader's checks ran: code replaces the epoch-0 check
-	code       int16 // the leader's refusal, 0 if none
-	follower   bool  // a follower's fetch: read to the log end
+	replicated       bool            // the leader's checks ran: code replaces the epoch-0 check
+	code             int16           // the leader's refusal, 0 if none
+	follower         bool            // a follower's fetch: read to the log end
+	lastFetchedEpoch int32           // v12 LastFetchedEpoch of a full fetch; -1 otherwise
+	diverging        *divergingEpoch // the follower's log diverged: answer this, no records
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -181,7 +191,7 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 	if incremental {
 		for _, p := range sess.order {
 			out = append(out, fetchTarget{topicName: p.key.topic, t: resolve(p.key.topic), partition: p.key.partition,
-				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p})
+				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p, lastFetchedEpoch: -1})
 		}
 		return out
 	}
@@ -191,11 +201,13 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 			key := sessionKey{rt.Topic, rp.Partition}
 			if i, dup := seen[key]; dup { // as Kafka: the last mention counts, at the first one's place
 				out[i].fetchOffset, out[i].maxBytes, out[i].leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+				out[i].lastFetchedEpoch = lastFetchedEpoch(req, &rp)
 				continue
 			}
 			seen[key] = len(out)
 			ft := fetchTarget{topicName: rt.Topic, t: resolve(rt.Topic), partition: rp.Partition,
-				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch}
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
+				lastFetchedEpoch: lastFetchedEpoch(req, &rp)}
 			if sess != nil {
 				ft.cached = sess.parts[key]
 			}
@@ -203,6 +215,15 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 		}
 	}
 	return out
+}
+
+// lastFetchedEpoch is a partition's LastFetchedEpoch, -1 before v12 (where
+// the field does not exist).
+func lastFetchedEpoch(req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition) int32 {
+	if req.Version < 12 {
+		return -1
+	}
+	return rp.LastFetchedEpoch
 }
 
 // readTargets reads every target once. It returns the answer (holding the
@@ -224,6 +245,12 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			fp.code = w.code
 		case !w.replicated && rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch) != 0:
 			fp.code = rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch)
+		case w.diverging != nil:
+			// No records: the follower cuts its log first. Answered at once.
+			fp.hw, fp.logStart = part.log.HighWatermark(), part.log.LogStartOffset()
+			_, fp.lastStable = fetchBound(part.log, req.IsolationLevel, fp.hw)
+			fp.diverging = w.diverging
+			anyErr = true
 		default:
 			l := part.log
 			changed = append(changed, l.Changed())

@@ -22,7 +22,8 @@ const zeroCopyMin = 16 << 10
 //
 //	[size][corrID][tags v12] throttle errorCode(v7+) sessionID(v7+)
 //	topics: name, partitions: partition errorCode hw lso logStart(v5+)
-//	        aborted (fetch_txn.go) preferredReadReplica(v11+) records-length | records... | tags(v12)
+//	        aborted (fetch_txn.go) preferredReadReplica(v11+) records-length | records... | tags(v12:
+//	        DivergingEpoch, tag 0, when set)
 type fetchReply struct {
 	version   int16
 	errorCode int16
@@ -128,7 +129,15 @@ func (r *fetchReply) encodePartition(c *conn, f *fetchFrame, ti, pi int, flex bo
 		}
 	}
 	if flex {
-		f.buf = append(f.buf, 0) // partition tags
+		if d := p.diverging; d != nil {
+			// one tagged field: tag 0 DivergingEpoch {epoch int32, end_offset int64, no tags}
+			f.buf = append(f.buf, 1, 0, 13)
+			f.buf = kbin.AppendInt32(f.buf, d.epoch)
+			f.buf = kbin.AppendInt64(f.buf, d.endOffset)
+			f.buf = append(f.buf, 0)
+		} else {
+			f.buf = append(f.buf, 0) // partition tags
+		}
 	}
 	return nil
 }

@@ -15,7 +15,15 @@ package server
 //     CurrentLeaderEpoch is checked against its epoch (FENCED_LEADER_EPOCH,
 //     UNKNOWN_LEADER_EPOCH). A fetch with replica_id >= 0 is a follower's:
 //     it reports the follower's log end (FollowerFetched) and reads up to the
-//     log end instead of the high watermark.
+//     log end instead of the high watermark. With last_fetched_epoch >= 0
+//     (v12, KIP-320) the leader first checks the follower's log against its
+//     own: when that epoch ends at the leader before the fetch offset, or is
+//     not one of the leader's, the answer carries no records and the
+//     leader's end of the largest epoch at or below it as DivergingEpoch,
+//     and the fetch offset is not taken as the follower's log end (it holds
+//     records the leader has not). An epoch the leader cannot place is
+//     OFFSET_OUT_OF_RANGE. Consumers' fetches are not checked (they
+//     validate with OffsetForLeaderEpoch).
 //   - OffsetForLeaderEpoch: answered by the leader only, its current epoch
 //     counting from its first offset (Manager.EndOffsetForEpoch).
 //   - The coordinators' appends to their internal topics (group_storage.go)
@@ -142,6 +150,20 @@ func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) {
 		}
 		if replicaID >= 0 {
 			w.follower = true
+			if w.lastFetchedEpoch >= 0 {
+				end, epoch, code := s.replicas.EndOffsetForEpoch(w.topicName, w.partition, w.leaderEpoch, w.lastFetchedEpoch)
+				switch {
+				case code != 0:
+					w.code = code
+					continue
+				case end < 0 || epoch < 0:
+					w.code = kerr.OffsetOutOfRange.Code
+					continue
+				case epoch < w.lastFetchedEpoch || end < w.fetchOffset:
+					w.diverging = &divergingEpoch{epoch: epoch, endOffset: end}
+					continue
+				}
+			}
 			if _, code := s.replicas.FollowerFetched(w.topicName, w.partition, replicaID, w.fetchOffset, now); code != 0 {
 				w.code = code
 			}

@@ -32,6 +32,10 @@
 # The consume rows run ConsumerPerformance (a group consumer: FindCoordinator,
 # JoinGroup, SyncGroup, OffsetCommit) against both brokers, each run in a new
 # group, and `sluice bench consume` (direct partition reads) beside it.
+# MODE=replicated compares a three-broker sluice cluster (one ZooKeeper)
+# with a three-broker Apache Kafka cluster (KRaft): replication factor 3,
+# min.insync.replicas 2, acks=all; see testdata/bench/vs-kafka-replicated.sh
+# for what it measures and its environment variables.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -89,43 +93,6 @@ log "building sluice"
 go build -o "$WORK/sluice" ./cmd/sluice
 SLUICE="$WORK/sluice"
 
-# --- Apache Kafka -----------------------------------------------------------
-KPORT=$(free_port); CPORT=$(free_port)
-mkdir -p "$WORK/kafka"
-cat > "$WORK/kafka/server.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$CPORT
-listeners=PLAINTEXT://127.0.0.1:$KPORT,CONTROLLER://127.0.0.1:$CPORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KPORT
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$WORK/kafka/logs
-num.partitions=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-PROPS
-log "formatting and starting Apache Kafka on 127.0.0.1:$KPORT"
-# shellcheck disable=SC2086
-java $TOOL_JVM -cp "$CP" kafka.tools.StorageTool format -t "$(python3 -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))')" \
-  -c "$WORK/kafka/server.properties" >"$WORK/kafka/format.log" 2>&1 || { cat "$WORK/kafka/format.log"; die "kafka-storage format failed"; }
-# shellcheck disable=SC2086
-java $KAFKA_HEAP $KAFKA_JVM -cp "$CP" kafka.Kafka "$WORK/kafka/server.properties" >"$WORK/kafka/server.log" 2>&1 &
-KAFKA_PID=$!; PIDS+=("$KAFKA_PID")
-KAFKA="127.0.0.1:$KPORT"
-
-# --- sluice -----------------------------------------------------------------
-mkdir -p "$WORK/sluice-data"
-# The same group settings as the Kafka broker above.
-echo "group.initial.rebalance.delay.ms=0" >"$WORK/sluice.properties"
-"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 --config "$WORK/sluice.properties" >"$WORK/sluice.log" 2>&1 &
-SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
-
 wait_ready() { # name addr pid
   local i
   for i in $(seq 1 600); do
@@ -135,16 +102,6 @@ wait_ready() { # name addr pid
   done
   die "$1 not ready at $2"
 }
-for i in $(seq 1 300); do
-  SLUICE_ADDR=$(sed -n 's/.*msg=listening addr=\([^ ]*\).*/\1/p' "$WORK/sluice.log" | head -1)
-  [ -n "$SLUICE_ADDR" ] && break
-  kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$WORK/sluice.log"; die "sluice broker exited"; }
-  sleep 0.1
-done
-[ -n "$SLUICE_ADDR" ] || die "sluice broker logged no listening address"
-wait_ready kafka "$KAFKA" "$KAFKA_PID"
-wait_ready sluice "$SLUICE_ADDR" "$SLUICE_PID"
-log "kafka $KAFKA (pid $KAFKA_PID), sluice $SLUICE_ADDR (pid $SLUICE_PID)"
 
 # --- runners ----------------------------------------------------------------
 # Each prints "records_per_sec MB_per_sec p99_ms" (p99 "-" for consumers), or "n/a".
@@ -235,6 +192,60 @@ pair() { # mode runner args... (first arg @ADDR@)
   done
   return 0
 }
+
+if [ "$MODE" = replicated ]; then
+  # shellcheck source=testdata/bench/vs-kafka-replicated.sh
+  . "$ROOT/testdata/bench/vs-kafka-replicated.sh"
+  exit 0
+fi
+
+# --- Apache Kafka -----------------------------------------------------------
+KPORT=$(free_port); CPORT=$(free_port)
+mkdir -p "$WORK/kafka"
+cat > "$WORK/kafka/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CPORT
+listeners=PLAINTEXT://127.0.0.1:$KPORT,CONTROLLER://127.0.0.1:$CPORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KPORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$WORK/kafka/logs
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+PROPS
+log "formatting and starting Apache Kafka on 127.0.0.1:$KPORT"
+# shellcheck disable=SC2086
+java $TOOL_JVM -cp "$CP" kafka.tools.StorageTool format -t "$(python3 -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))')" \
+  -c "$WORK/kafka/server.properties" >"$WORK/kafka/format.log" 2>&1 || { cat "$WORK/kafka/format.log"; die "kafka-storage format failed"; }
+# shellcheck disable=SC2086
+java $KAFKA_HEAP $KAFKA_JVM -cp "$CP" kafka.Kafka "$WORK/kafka/server.properties" >"$WORK/kafka/server.log" 2>&1 &
+KAFKA_PID=$!; PIDS+=("$KAFKA_PID")
+KAFKA="127.0.0.1:$KPORT"
+
+# --- sluice -----------------------------------------------------------------
+mkdir -p "$WORK/sluice-data"
+# The same group settings as the Kafka broker above.
+echo "group.initial.rebalance.delay.ms=0" >"$WORK/sluice.properties"
+"$SLUICE" broker --data-dir "$WORK/sluice-data" --listen 127.0.0.1:0 --config "$WORK/sluice.properties" >"$WORK/sluice.log" 2>&1 &
+SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
+
+for i in $(seq 1 300); do
+  SLUICE_ADDR=$(sed -n 's/.*msg=listening addr=\([^ ]*\).*/\1/p' "$WORK/sluice.log" | head -1)
+  [ -n "$SLUICE_ADDR" ] && break
+  kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$WORK/sluice.log"; die "sluice broker exited"; }
+  sleep 0.1
+done
+[ -n "$SLUICE_ADDR" ] || die "sluice broker logged no listening address"
+wait_ready kafka "$KAFKA" "$KAFKA_PID"
+wait_ready sluice "$SLUICE_ADDR" "$SLUICE_PID"
+log "kafka $KAFKA (pid $KAFKA_PID), sluice $SLUICE_ADDR (pid $SLUICE_PID)"
 
 RESULTS="$WORK/results.txt"; : >"$RESULTS"
 record() { # label client kafka_result sluice_result
