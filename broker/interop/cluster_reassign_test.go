@@ -3,7 +3,10 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +141,64 @@ func TestClusterReassignUnderLoad(t *testing.T) {
 	t.Logf("acked %d, unacked %d, read %d, batches compared %d, ends %v, %+v", g.acked, g.unacked, read, compared, ends, stats)
 	if g.acked < 200 {
 		t.Errorf("only %d produces acknowledged", g.acked)
+	}
+}
+
+// TestClusterReassignCLI drives `sluice topics reassign`: a move given by
+// flags, --verify until it completed (exit status 1 before), a move back
+// from a reassignment file in Kafka's format, a cancel with no move in
+// progress refused with the broker's reason, and bad input refused.
+func TestClusterReassignCLI(t *testing.T) {
+	c := startBrokerCluster(t, 3)
+	topic := newTopicName("cli-moved")
+	createAssigned(t, c, topic, [][]int32{{1, 2}}, nil)
+	c.fullISR(topic, 1, 1, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	bootstrap := strings.Join(c.bootstrap(), ",")
+	reassign := func(args ...string) (string, error) {
+		out, errOut, err := sluiceCLI(t, ctx, "", append([]string{"topics", "reassign", "--bootstrap", bootstrap}, args...)...)
+		t.Logf("sluice topics reassign %v: %v\n%s%s", args, err, out, errOut)
+		return out + errOut, err
+	}
+	verified := func(args ...string) {
+		t.Helper()
+		eventually(t, 40*time.Second, "sluice topics reassign --verify "+strings.Join(args, " "), func() error {
+			out, err := reassign(append(args, "--verify")...)
+			if err != nil || !strings.Contains(out, topic+"-0: completed") {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+	}
+	out, err := reassign("--topic", topic, "--partition", "0", "--replicas", "3,1")
+	if err != nil || !strings.Contains(out, topic+"-0: moving to [3 1]") {
+		t.Fatalf("reassign by flags: %v\n%s", err, out)
+	}
+	verified("--topic", topic, "--partition", "0", "--replicas", "3,1")
+	c.waitMoved(topic, map[int32][]int32{0: {3, 1}}, c.ids()...)
+
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	js := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`, topic)
+	if err := os.WriteFile(plan, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := reassign("--reassignment-json-file", plan); err != nil {
+		t.Fatalf("reassign from a file: %v\n%s", err, out)
+	}
+	verified("--reassignment-json-file", plan)
+	c.waitMoved(topic, map[int32][]int32{0: {1, 2}}, c.ids()...)
+
+	if out, err := reassign("--reassignment-json-file", plan, "--cancel"); err == nil || !strings.Contains(out, "NO_REASSIGNMENT_IN_PROGRESS") {
+		t.Errorf("a cancel with no move in progress: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"--topic", topic, "--partition", "0"},
+		{"--topic", topic, "--partition", "0", "--replicas", "1,9"},
+		{"--reassignment-json-file", plan, "--topic", topic},
+	} {
+		if out, err := reassign(bad...); err == nil {
+			t.Errorf("reassign %v succeeded:\n%s", bad, out)
+		}
 	}
 }
