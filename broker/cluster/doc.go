@@ -95,6 +95,7 @@
 //     the old one resumes, its session is expired: it stops at once, and a
 //     write it had in flight fails the epoch check. It then campaigns again
 //     like any broker.
+//
 //   - A leader paused past its session: its registration vanishes, the
 //     controller elects another ISR member with a higher leader epoch and
 //     removes the paused broker from the ISR. When it resumes it may still
@@ -103,24 +104,29 @@
 //     acks=all writes it accepts cannot gather its old ISR; it stops leading
 //     when told the new state (or its AlterISR fails), and truncates by
 //     leader epoch as a follower (broker/replica).
+//
 //   - An ISR write racing a leader election: both are conditional on the
 //     same version; one lands. If the controller loses it re-reads and
 //     decides again from the new ISR; if AlterISR loses it is ErrStaleState
 //     and the leader waits for the new state.
+//
 //   - ZooKeeper unreachable: reads and writes fail and are retried; nothing
 //     is decided meanwhile. A session that survives (reconnect within the
 //     session timeout) goes on; an expired one makes the broker register
 //     again, re-read every state and campaign again.
+//
 //   - A broker restarting with the same id: a clean stop closes its session
 //     and frees the id at once; after kill -9 the new process waits for the
 //     old session to expire (RegisterWait), then registers; meanwhile the
 //     controller has treated it as dead.
+//
 //   - Two brokers given the same id: the second is refused
 //     (ErrBrokerIDInUse) and does not start.
 //
 //   - A controller failing during a move: the move lives in ZooKeeper
 //     only, so the next controller resumes it from the znode; between (a)
 //     and (b) it finds the ISR already within the target and writes (b).
+//
 //   - A move replaced or cancelled while the leader adds a replica to the
 //     ISR: AlterISR may land an ISR member the assignment no longer has;
 //     the controller drops ISR members (and a leader) outside the
