@@ -56,7 +56,7 @@ func stateOf(t *testing.T, c *testCluster, topic string, p int32) PartitionState
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ok, err := readState(c.watcher, topic, p, a.Replicas[p])
+	st, ok, err := readState(c.watcher, a, p)
 	if err != nil || !ok {
 		t.Fatalf("%s-%d: state %v %v", topic, p, ok, err)
 	}

@@ -187,6 +187,11 @@ func (c *controller) reconcile(w *watchSet) (again bool, err error) {
 			if err != nil {
 				return false, err
 			}
+			if !moved && (len(a.Adding[p]) > 0 || len(a.Removing[p]) > 0) {
+				if moved, err = c.advanceMove(a, int32(p), l); err != nil {
+					return false, err
+				}
+			}
 			again = again || moved
 		}
 	}
@@ -202,7 +207,7 @@ func (c *controller) reconcile(w *watchSet) (again bool, err error) {
 // reconcilePartition creates or moves one partition's state; moved is true
 // when its state changed under the write.
 func (c *controller) reconcilePartition(a topicAssignment, p int32, replicas []int32, l liveness, d decision) (moved bool, err error) {
-	st, ok, err := readState(c.s, a.Name, p, replicas)
+	st, ok, err := readState(c.s, a, p)
 	if err != nil {
 		return false, err
 	}

@@ -8,7 +8,7 @@
 // # ZooKeeper layout (under the chroot of --zookeeper host:port/chroot)
 //
 //	/brokers/ids/<id>                          ephemeral  {"version":5,"host","port","endpoints":["REPLICATION://h:p"],"rack",...}
-//	/brokers/topics/<t>                        persistent {"version":3,"partitions":{"0":[1,2,3]},"topic_id":"<base64 uuid>"}
+//	/brokers/topics/<t>                        persistent {"version":3,"partitions":{"0":[1,2,3]},"topic_id":"<base64 uuid>","adding_replicas":{},"removing_replicas":{}}
 //	/brokers/topics/<t>/partitions/<p>/state   persistent {"version":1,"leader":1,"leader_epoch":4,"isr":[1,3],"controller_epoch":7}
 //	/config/topics/<t>                         persistent {"version":1,"config":{"retention.ms":"..."}}
 //	/controller                                ephemeral  {"version":1,"brokerid":2,"timestamp":"..."}
@@ -68,7 +68,22 @@
 //     /admin/controlled_shutdown/<id> and waits until it leads no partition
 //     another live ISR member could lead, and is in no ISR of another
 //     leader; then it stops.
-//  8. Metadata. Store (metadata.Store) keeps topics in /brokers/topics and
+//  8. Replica moves (KIP-455, reassign.go). AlterPartitionReassignments
+//     on any broker writes the move into the topic's assignment znode,
+//     conditionally on its version: replicas = target ++ (origin - target),
+//     adding_replicas = target - origin, removing_replicas = origin - target
+//     (a cancel writes the origin back, replicas less adding). The new
+//     replicas see themselves in the assignment, open an empty log and
+//     fetch; the leader tracks them and adds each to the ISR once it
+//     reaches the high watermark (6). When every target replica is in the
+//     ISR the controller (a) moves the leadership to the first live target
+//     replica if the leader is leaving (a new leader epoch) and takes the
+//     leaving replicas out of the ISR, one conditional state write, then
+//     (b) writes the assignment = target with no adding/removing, a multi
+//     checking its controller epoch. A broker that is neither in the
+//     assignment nor in the state any more stops replicating the partition
+//     and deletes its log. No preferred election runs on a moving partition.
+//  9. Metadata. Store (metadata.Store) keeps topics in /brokers/topics and
 //     /config/topics and producer-id blocks in /latest_producer_id_block,
 //     every write conditional. Creating a topic writes its assignment; the
 //     controller sees it and creates the partition states.
@@ -80,6 +95,7 @@
 //     the old one resumes, its session is expired: it stops at once, and a
 //     write it had in flight fails the epoch check. It then campaigns again
 //     like any broker.
+//
 //   - A leader paused past its session: its registration vanishes, the
 //     controller elects another ISR member with a higher leader epoch and
 //     removes the paused broker from the ISR. When it resumes it may still
@@ -88,20 +104,34 @@
 //     acks=all writes it accepts cannot gather its old ISR; it stops leading
 //     when told the new state (or its AlterISR fails), and truncates by
 //     leader epoch as a follower (broker/replica).
+//
 //   - An ISR write racing a leader election: both are conditional on the
 //     same version; one lands. If the controller loses it re-reads and
 //     decides again from the new ISR; if AlterISR loses it is ErrStaleState
 //     and the leader waits for the new state.
+//
 //   - ZooKeeper unreachable: reads and writes fail and are retried; nothing
 //     is decided meanwhile. A session that survives (reconnect within the
 //     session timeout) goes on; an expired one makes the broker register
 //     again, re-read every state and campaign again.
+//
 //   - A broker restarting with the same id: a clean stop closes its session
 //     and frees the id at once; after kill -9 the new process waits for the
 //     old session to expire (RegisterWait), then registers; meanwhile the
 //     controller has treated it as dead.
+//
 //   - Two brokers given the same id: the second is refused
 //     (ErrBrokerIDInUse) and does not start.
+//
+//   - A controller failing during a move: the move lives in ZooKeeper
+//     only, so the next controller resumes it from the znode; between (a)
+//     and (b) it finds the ISR already within the target and writes (b).
+//
+//   - A move replaced or cancelled while the leader adds a replica to the
+//     ISR: AlterISR may land an ISR member the assignment no longer has;
+//     the controller drops ISR members (and a leader) outside the
+//     assignment. A target replica that never catches up leaves the move
+//     in progress until it is cancelled or replaced.
 //
 // # Concurrency
 //

@@ -15,6 +15,8 @@ func (l liveness) eligible(b int32) bool { return l.live[b] && !l.shuttingDown[b
 type decision struct {
 	unclean   bool // unclean.leader.election.enable: a live non-ISR replica may lead when no ISR member is live
 	preferred bool // move the leadership to the preferred replica when it is eligible and in the ISR
+	// (never while the partition is moving: its first replica is then a target
+	// replica that may still be catching up, and the move picks the leader)
 }
 
 // decide returns the state the controller should write for s given the
@@ -35,12 +37,17 @@ type decision struct {
 //  4. A live leader's ISR loses its dead members and the members shutting
 //     down (they are about to stop; acks=all must not wait for them).
 //
+// A leader that is not an assigned replica any more (a cancelled move
+// took it out) counts as dead, and ISR members that are not assigned
+// replicas leave the ISR.
+//
 // Each change of leader, to -1 included, bumps the leader epoch by one; a
 // change of ISR alone does not.
 func decide(s PartitionState, l liveness, d decision) (PartitionState, bool) {
 	next := s
 	next.ISR = slices.Clone(s.ISR)
-	inISR := func(b int32) bool { return slices.Contains(s.ISR, b) }
+	next.ISR = slices.DeleteFunc(next.ISR, func(b int32) bool { return !slices.Contains(s.Replicas, b) })
+	inISR := func(b int32) bool { return slices.Contains(next.ISR, b) }
 	pick := func(ok func(int32) bool) int32 {
 		for _, r := range s.Replicas {
 			if ok(r) {
@@ -56,7 +63,7 @@ func decide(s PartitionState, l liveness, d decision) (PartitionState, bool) {
 		}
 	}
 	switch {
-	case s.Leader < 0 || !l.live[s.Leader]:
+	case s.Leader < 0 || !l.live[s.Leader] || !slices.Contains(s.Replicas, s.Leader):
 		if c := pick(func(b int32) bool { return l.eligible(b) && inISR(b) }); c >= 0 {
 			setLeader(c)
 		} else if c := pick(l.eligible); d.unclean && c >= 0 {
@@ -69,7 +76,7 @@ func decide(s PartitionState, l liveness, d decision) (PartitionState, bool) {
 		if c := pick(func(b int32) bool { return b != s.Leader && l.eligible(b) && inISR(b) }); c >= 0 {
 			setLeader(c)
 		}
-	case d.preferred && len(s.Replicas) > 0 && s.Replicas[0] != s.Leader && l.eligible(s.Replicas[0]) && inISR(s.Replicas[0]):
+	case d.preferred && !s.moving() && len(s.Replicas) > 0 && s.Replicas[0] != s.Leader && l.eligible(s.Replicas[0]) && inISR(s.Replicas[0]):
 		setLeader(s.Replicas[0])
 	}
 	if next.Leader >= 0 {

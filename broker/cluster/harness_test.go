@@ -245,7 +245,7 @@ func (c *testCluster) states() ([]PartitionState, error) {
 			return nil, fmt.Errorf("topic %s: %v", topic, err)
 		}
 		for p, r := range a.Replicas {
-			st, ok, err := readState(c.watcher, topic, int32(p), r)
+			st, ok, err := readState(c.watcher, a, int32(p))
 			if err != nil {
 				return nil, err
 			}

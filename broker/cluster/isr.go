@@ -40,7 +40,7 @@ func (n *Node) AlterISR(ctx context.Context, topic string, partition, leaderEpoc
 	if err := checkISR(isr, self, replicas); err != nil {
 		return 0, fmt.Errorf("%w: AlterISR %s-%d: %v", ErrInvalid, topic, partition, err)
 	}
-	cur, ok, err := readState(s, topic, partition, replicas)
+	cur, ok, err := readState(s, a, partition)
 	if err != nil {
 		return 0, err
 	}

@@ -16,6 +16,8 @@ type topicAssignment struct {
 	Name     string
 	ID       [16]byte
 	Replicas [][]int32 // Replicas[p], preferred leader first
+	Adding   [][]int32 // Adding[p]: a move of p in progress adds these replicas (nil: none)
+	Removing [][]int32 // Removing[p]: ... and removes these
 	Version  int32     // the znode's version
 }
 
@@ -109,13 +111,28 @@ func decodeAssignment(topic string, data []byte) (topicAssignment, error) {
 	if err := json.Unmarshal(data, &z); err != nil {
 		return topicAssignment{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, topicPath(topic), err)
 	}
-	a := topicAssignment{Name: topic, Replicas: make([][]int32, len(z.Partitions))}
+	n := len(z.Partitions)
+	a := topicAssignment{Name: topic, Replicas: make([][]int32, n), Adding: make([][]int32, n), Removing: make([][]int32, n)}
 	for k, replicas := range z.Partitions {
 		p, err := strconv.Atoi(k)
-		if err != nil || p < 0 || p >= len(z.Partitions) || len(replicas) == 0 {
+		if err != nil || p < 0 || p >= n || len(replicas) == 0 {
 			return topicAssignment{}, fmt.Errorf("%w: %s: partition %q", ErrCorrupt, topicPath(topic), k)
 		}
 		a.Replicas[p] = replicas
+	}
+	for _, m := range []struct {
+		from map[string][]int32
+		to   [][]int32
+	}{{z.Adding, a.Adding}, {z.Removing, a.Removing}} {
+		for k, replicas := range m.from {
+			p, err := strconv.Atoi(k)
+			if err != nil || p < 0 || p >= n {
+				return topicAssignment{}, fmt.Errorf("%w: %s: moving partition %q", ErrCorrupt, topicPath(topic), k)
+			}
+			if len(replicas) > 0 {
+				m.to[p] = replicas
+			}
+		}
 	}
 	if z.TopicID != "" {
 		id, err := decodeTopicID(z.TopicID)
@@ -128,16 +145,25 @@ func decodeAssignment(topic string, data []byte) (topicAssignment, error) {
 }
 
 func encodeAssignment(a topicAssignment) []byte {
-	z := assignmentZNode{Version: 3, Partitions: map[string][]int32{}, TopicID: encodeTopicID(a.ID)}
+	z := assignmentZNode{Version: 3, Partitions: map[string][]int32{}, TopicID: encodeTopicID(a.ID),
+		Adding: map[string][]int32{}, Removing: map[string][]int32{}}
 	for p, r := range a.Replicas {
 		z.Partitions[strconv.Itoa(p)] = r
+		if p < len(a.Adding) && len(a.Adding[p]) > 0 {
+			z.Adding[strconv.Itoa(p)] = a.Adding[p]
+		}
+		if p < len(a.Removing) && len(a.Removing[p]) > 0 {
+			z.Removing[strconv.Itoa(p)] = a.Removing[p]
+		}
 	}
 	data, _ := json.Marshal(z)
 	return data
 }
 
-// readState reads a partition's state; ok is false when it has none yet.
-func readState(s *zksession.Session, topic string, p int32, replicas []int32) (PartitionState, bool, error) {
+// readState reads partition p's state, with its assignment from a (and
+// the move in progress, if any); ok is false when it has none yet.
+func readState(s *zksession.Session, a topicAssignment, p int32) (PartitionState, bool, error) {
+	topic := a.Name
 	data, st, err := s.ZK().Get(s.Path(statePath(topic, p)))
 	if isNoNode(err) {
 		return PartitionState{}, false, nil
@@ -146,8 +172,20 @@ func readState(s *zksession.Session, topic string, p int32, replicas []int32) (P
 		return PartitionState{}, false, fmt.Errorf("cluster: read %s: %w", statePath(topic, p), err)
 	}
 	ps, err := decodeState(topic, p, data, st.Version)
-	ps.Replicas = replicas
+	a.fill(&ps)
 	return ps, err == nil, err
+}
+
+// fill sets the assignment fields of partition ps.Partition's state.
+func (a topicAssignment) fill(ps *PartitionState) {
+	p := ps.Partition
+	ps.Replicas = a.Replicas[p]
+	if int(p) < len(a.Adding) {
+		ps.Adding = a.Adding[p]
+	}
+	if int(p) < len(a.Removing) {
+		ps.Removing = a.Removing[p]
+	}
 }
 
 // readControllerEpoch returns /controller_epoch's epoch and znode version.

@@ -80,20 +80,22 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 			if err := w.data(c, s.Path(statePath(topic, int32(p)))); err != nil {
 				return err
 			}
-			st, ok, err := readState(s, topic, int32(p), replicas)
+			st, ok, err := readState(s, a, int32(p))
 			if err != nil {
 				return err
 			}
 			k := partitionKey{topic, int32(p)}
 			if !ok {
-				all[k] = PartitionState{Topic: topic, Partition: int32(p), Leader: -1, Replicas: replicas, Version: -1}
+				st = PartitionState{Topic: topic, Partition: int32(p), Leader: -1, Version: -1}
+				a.fill(&st)
+				all[k] = st
 				continue
 			}
 			all[k] = st
 			if !slices.Contains(replicas, n.opts.Broker.ID) {
 				continue
 			}
-			if old, seen := delivered[k]; !seen || old.Version != st.Version || !slices.Equal(old.Replicas, st.Replicas) {
+			if old, seen := delivered[k]; !seen || !sameAssignedState(old, st) {
 				changed = append(changed, st)
 				delivered[k] = st
 			}
@@ -101,7 +103,7 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 	}
 	n.mu.Lock()
 	moved := !maps.EqualFunc(n.brokers, brokers, equalBroker) || n.controller != controller ||
-		!maps.EqualFunc(n.partitions, all, func(a, b PartitionState) bool { return a.Version == b.Version && slices.Equal(a.Replicas, b.Replicas) })
+		!maps.EqualFunc(n.partitions, all, sameAssignedState)
 	n.brokers, n.controller, n.partitions = brokers, controller, all
 	n.mu.Unlock()
 	if len(changed) > 0 && n.opts.OnStates != nil {
@@ -163,16 +165,24 @@ func (n *Node) States() ([]PartitionState, error) {
 		if !ok {
 			continue
 		}
-		for p, replicas := range a.Replicas {
-			st, ok, err := readState(s, topic, int32(p), replicas)
+		for p := range a.Replicas {
+			st, ok, err := readState(s, a, int32(p))
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				st = PartitionState{Topic: topic, Partition: int32(p), Leader: -1, Replicas: replicas, Version: -1}
+				st = PartitionState{Topic: topic, Partition: int32(p), Leader: -1, Version: -1}
+				a.fill(&st)
 			}
 			out = append(out, st)
 		}
 	}
 	return out, nil
+}
+
+// sameAssignedState reports whether a and b are the same state version
+// with the same assignment and move in progress.
+func sameAssignedState(a, b PartitionState) bool {
+	return a.Version == b.Version && slices.Equal(a.Replicas, b.Replicas) &&
+		slices.Equal(a.Adding, b.Adding) && slices.Equal(a.Removing, b.Removing)
 }

@@ -122,7 +122,9 @@ type PartitionState struct {
 	Leader          int32 // broker id; -1 = no leader (offline)
 	LeaderEpoch     int32
 	ISR             []int32
-	Replicas        []int32 // the assignment, preferred leader first
+	Replicas        []int32 // the assignment, preferred leader first (during a move: target first, then the replicas leaving)
+	Adding          []int32 // a move in progress: the replicas joining (in Replicas, maybe not in the ISR yet)
+	Removing        []int32 // a move in progress: the replicas leaving once every target replica is in the ISR
 	ControllerEpoch int32   // the epoch of the controller that last chose the leader
 	Version         int32   // the state znode's version; AlterISR is conditional on it
 }
@@ -161,11 +163,14 @@ func sameDecision(a, b PartitionState) bool {
 }
 
 // assignmentZNode is Kafka's /brokers/topics/<t> JSON (version 3, with the
-// topic id as Kafka's base64 UUID).
+// topic id as Kafka's base64 UUID, and KIP-455's moves in progress: the
+// replicas being added to and removed from each moving partition).
 type assignmentZNode struct {
 	Version    int                `json:"version"`
 	Partitions map[string][]int32 `json:"partitions"`
 	TopicID    string             `json:"topic_id,omitempty"`
+	Adding     map[string][]int32 `json:"adding_replicas"`
+	Removing   map[string][]int32 `json:"removing_replicas"`
 }
 
 type controllerZNode struct {

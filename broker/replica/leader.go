@@ -40,6 +40,23 @@ func (m *Manager) becomeLeaderLocked(p *partition, st State) error {
 	return nil
 }
 
+// syncFollowersLocked makes a leader track exactly the other replicas of
+// replicas: a replica a move adds starts with an unknown log end and never
+// caught up (it joins the ISR once it reaches the high watermark); one it
+// removes is forgotten.
+func (m *Manager) syncFollowersLocked(p *partition, replicas []int32) {
+	for id := range p.followers {
+		if !slices.Contains(replicas, id) {
+			delete(p.followers, id)
+		}
+	}
+	for _, id := range replicas {
+		if id != m.opts.BrokerID && p.followers[id] == nil {
+			p.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		}
+	}
+}
+
 // LeaderCheck answers whether a request naming currentLeaderEpoch (-1: none)
 // may be served by this broker as the partition's leader: 0, or
 // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH (the requester's epoch is

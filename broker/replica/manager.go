@@ -205,9 +205,11 @@ func (m *Manager) applyRole(p *partition, st State) error {
 	p.alterStale = false // a new version: ISR changes may be tried again
 	switch {
 	case sameEpoch && p.leader:
-		// Same term: only the ISR (ours, confirmed, or the controller's) moved.
+		// Same term: only the ISR (ours, confirmed, or the controller's) or
+		// the assignment (a move adds or drops replicas) moved.
 		p.isr = slices.Clone(st.ISR)
 		p.version = st.Version
+		m.syncFollowersLocked(p, st.Replicas)
 		p.notifyLocked()
 		m.maybeIncrementHWLocked(p)
 		return nil

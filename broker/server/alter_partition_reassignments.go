@@ -1,39 +1,53 @@
 package server
 
-// AlterPartitionReassignments (key 45), versions 0-1 (KIP-455): answered,
-// served only where nothing moves. sluice does not move replicas through
-// this API (`sluice topics reassign` and the Store rewrite an assignment;
-// a reassignment in flight, Kafka's adding/removing replicas, does not
-// exist), so per partition:
-//   - the partition's current replicas, in the same order: NONE (nothing to
-//     do, as Kafka answers a reassignment to the current replicas);
-//   - null replicas (cancel): NO_REASSIGNMENT_IN_PROGRESS, none ever is;
-//   - any other replica list: INVALID_REPLICA_ASSIGNMENT with a message
-//     (deviation: Kafka would start moving the replicas);
-//   - an unknown partition: UNKNOWN_TOPIC_OR_PARTITION.
+// AlterPartitionReassignments (key 45), versions 0-1 (KIP-455): served.
+// In cluster mode each partition's target is written into its topic's
+// assignment znode (broker/cluster's Reassign: the adding and removing
+// replicas of Kafka's ZooKeeper layout) and the controller moves the
+// replicas (broker/cluster/doc.go, "Replica moves"); the answer says the
+// move was accepted, not that it finished (ListPartitionReassignments
+// shows it until then), as in Kafka. Per partition:
+//   - a list of distinct live brokers: NONE, the move starts (or replaces
+//     the one in progress; the current replicas with none in progress: NONE,
+//     nothing to do);
+//   - null replicas (cancel): NONE and the move is undone, or
+//     NO_REASSIGNMENT_IN_PROGRESS;
+//   - a broker listed twice, not live, or an empty list:
+//     INVALID_REPLICA_ASSIGNMENT;
+//   - v1 with AllowReplicationFactorChange false and a target of another
+//     size: INVALID_REPLICATION_FACTOR (v0 allows it, as in Kafka);
+//   - an unknown partition: UNKNOWN_TOPIC_OR_PARTITION; ZooKeeper failing:
+//     UNKNOWN_SERVER_ERROR with the reason.
 //
-// v1's AllowReplicationFactorChange is echoed and otherwise ignored (no
-// replica list that changes it is accepted). A topic named twice gets
-// INVALID_REQUEST for each of its partitions.
+// Deviation: the broker that receives the request writes the move itself
+// (conditionally on the assignment's version) instead of forwarding it to
+// the controller. On a single node nothing can move: the current replica
+// list is NONE, a cancel NO_REASSIGNMENT_IN_PROGRESS, any other list
+// INVALID_REPLICA_ASSIGNMENT. A topic named twice gets INVALID_REQUEST for
+// each of its partitions.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/cluster"
 )
 
 func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	allowRF := req.Version < 1 || req.AllowReplicationFactorChange
 	parts := s.adminPartitions()
 	seen := map[string]int{}
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
-	refused := 0
+	refused, moved := 0, 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
@@ -47,13 +61,17 @@ func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.
 				rp.ErrorCode, msg = kerr.InvalidRequest.Code, "topic "+t.Topic+" is listed more than once in the request"
 			case !ok:
 				rp.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, "no such partition"
+			case s.cluster != nil:
+				rp.ErrorCode, msg = reassignCode(s.cluster.node.Reassign(t.Topic, p.Partition, p.Replicas, allowRF))
+				if rp.ErrorCode == 0 {
+					moved++
+				}
 			case p.Replicas == nil:
-				rp.ErrorCode, msg = kerr.NoReassignmentInProgress.Code, "no reassignment is in progress (sluice runs none through this API)"
+				rp.ErrorCode, msg = kerr.NoReassignmentInProgress.Code, "no reassignment is in progress (a single broker moves no replicas)"
 			case slices.Equal(p.Replicas, ap.replicas):
 			default:
 				rp.ErrorCode = kerr.InvalidReplicaAssignment.Code
-				msg = fmt.Sprintf("sluice does not move replicas through AlterPartitionReassignments (current replicas %v, asked %v)",
-					ap.replicas, p.Replicas)
+				msg = fmt.Sprintf("a single broker moves no replicas (current replicas %v, asked %v)", ap.replicas, p.Replicas)
 			}
 			if rp.ErrorCode != 0 {
 				refused++
@@ -63,8 +81,26 @@ func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if refused > 0 {
-		rc.logger.Info("refused partition reassignments", "partitions", refused)
+	if refused > 0 || moved > 0 {
+		rc.logger.Info("partition reassignments", "accepted", moved, "refused", refused)
 	}
 	return kmsgReply{resp}, nil
+}
+
+// reassignCode maps an error of cluster.Node.Reassign to a Kafka error
+// code and message.
+func reassignCode(err error) (int16, string) {
+	switch {
+	case err == nil:
+		return 0, ""
+	case errors.Is(err, cluster.ErrUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code, err.Error()
+	case errors.Is(err, cluster.ErrNoReassignment):
+		return kerr.NoReassignmentInProgress.Code, err.Error()
+	case errors.Is(err, cluster.ErrReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code, err.Error()
+	case errors.Is(err, cluster.ErrInvalid):
+		return kerr.InvalidReplicaAssignment.Code, err.Error()
+	}
+	return kerr.UnknownServerError.Code, err.Error()
 }

@@ -199,7 +199,50 @@ func (s *Server) reconcile() {
 	s.openAssigned()
 	s.followLeadership(states)
 	s.applyReplicas(states)
+	s.dropUnassigned(states)
 	s.followGroups(s.cluster.leaderOf)
+}
+
+// dropUnassigned deletes the local replicas that a finished (or cancelled)
+// replica move took off this broker, as Kafka's StopReplica with delete:
+// the Store's assignment and the partition's state both leave this broker
+// out, and the replica Manager no longer replicates it.
+func (s *Server) dropUnassigned(states map[partitionKey]cluster.PartitionState) {
+	r, cv := s.topics, s.cluster
+	for _, t := range r.list() {
+		var drop []*partition
+		for _, p := range t.parts {
+			k := partitionKey{t.name, p.tp.Partition}
+			st, ok := states[k]
+			if r.isLocal(t.replicas, k.partition) || !ok || slices.Contains(st.Replicas, cv.self) ||
+				(s.replicas != nil && s.replicas.Holds(k.topic, k.partition)) {
+				continue
+			}
+			drop = append(drop, p)
+		}
+		if len(drop) == 0 {
+			continue
+		}
+		r.mu.Lock()
+		busy, still := r.busy[t.name], r.topics[t.name] == t
+		if busy || !still {
+			r.mu.Unlock()
+			continue
+		}
+		nt := *t
+		nt.parts = slices.DeleteFunc(slices.Clone(t.parts), func(p *partition) bool { return slices.Contains(drop, p) })
+		r.topics[t.name] = &nt
+		r.mu.Unlock()
+		tps := make([]plog.TopicPartition, len(drop))
+		for i, p := range drop {
+			tps[i] = p.tp
+		}
+		if err := r.mgr.DeleteMany(tps); err != nil {
+			s.logger.Error("cluster: delete the replicas moved off this broker", "topic", t.name, "err", err)
+		} else {
+			s.logger.Info("cluster: deleted the replicas moved off this broker", "topic", t.name, "partitions", len(tps))
+		}
+	}
 }
 
 // storeStale reports whether the Node's view of topics differs from what
@@ -481,7 +524,7 @@ func (r *registry) forget(t *topic) {
 		tps[i] = p.tp
 	}
 	if err := r.mgr.DeleteMany(tps); err != nil {
-		r.logger.Error("delete partitions (removed at the next start)", "topic", t.name, "err", err)
+		r.logger.Error("delete partitions", "topic", t.name, "err", err)
 	}
 	r.metrics.forgetTopic(t.name)
 }

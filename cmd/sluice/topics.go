@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 
@@ -81,6 +82,69 @@ func newTopicsCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list, describe, del)
+	cmd.AddCommand(create, list, describe, del, newReassignCommand(withAdmin))
+	return cmd
+}
+
+// newReassignCommand is `sluice topics reassign`: move one partition's
+// replicas (--topic --partition --replicas) or those of a reassignment
+// file in Kafka's format, check the moves (--verify) or cancel them.
+func newReassignCommand(withAdmin func(*cobra.Command, func(context.Context, *kafka.Admin) error) error) *cobra.Command {
+	var (
+		topic     string
+		partition int32
+		replicas  []int32
+		file      string
+		verify    bool
+		cancel    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reassign",
+		Short: "Move partition replicas to other brokers (--verify shows progress, --cancel undoes)",
+		Long: `Move partition replicas to other brokers, as kafka-reassign-partitions does:
+either one partition (--topic T --partition P --replicas 1,2,3, preferred leader
+first) or every partition of --reassignment-json-file in Kafka's format
+({"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}).
+The command returns once the brokers accepted the moves; --verify tells, per
+partition, whether its move is in progress or completed (exit status 1 until
+all are); --cancel puts each partition back on the replicas it had.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			var moves []kafka.Move
+			switch {
+			case file != "" && topic != "":
+				return fmt.Errorf("give --reassignment-json-file or --topic, not both")
+			case file != "":
+				var err error
+				if moves, err = kafka.ReadMoves(file); err != nil {
+					return err
+				}
+			case topic == "" || partition < 0:
+				return fmt.Errorf("give --topic and --partition (and --replicas), or --reassignment-json-file")
+			case len(replicas) == 0 && !cancel:
+				return fmt.Errorf("give --replicas, the broker ids the partition should end on (preferred leader first)")
+			default:
+				moves = []kafka.Move{{Topic: topic, Partition: partition, Replicas: replicas}}
+			}
+			if verify && cancel {
+				return fmt.Errorf("give --verify or --cancel, not both")
+			}
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
+				switch {
+				case verify:
+					return a.VerifyReassign(ctx, moves, c.OutOrStdout())
+				case cancel:
+					return a.CancelReassign(ctx, moves, c.OutOrStdout())
+				}
+				return a.Reassign(ctx, moves, c.OutOrStdout())
+			})
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "the topic of the partition to move")
+	cmd.Flags().Int32Var(&partition, "partition", -1, "the partition to move")
+	cmd.Flags().Int32SliceVar(&replicas, "replicas", nil, "the broker ids the partition should end on, preferred leader first (e.g. 1,2,3)")
+	cmd.Flags().StringVar(&file, "reassignment-json-file", "", "a reassignment plan in Kafka's JSON format")
+	cmd.Flags().BoolVar(&verify, "verify", false, "show whether each move is in progress or completed (exit 1 until all are)")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the moves: each partition goes back to its replicas before the move")
 	return cmd
 }

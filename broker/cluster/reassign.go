@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Replica moves (KIP-455, as Kafka's ZooKeeper controller runs them; the
+// protocol is in doc.go). During a move of partition p the assignment
+// znode lists, for p:
+//
+//	replicas          RS = TRS ++ (ORS - TRS)   target first, then the replicas leaving
+//	adding_replicas   AR = TRS - ORS
+//	removing_replicas RR = ORS - TRS
+//
+// where ORS is the assignment before the move and TRS the target, so
+// ORS = RS - AR and TRS = RS - RR can always be recovered from the znode
+// alone: a new controller resumes a move from ZooKeeper.
+
+// moving reports whether a move of the partition is in progress.
+func (s PartitionState) moving() bool { return len(s.Adding) > 0 || len(s.Removing) > 0 }
+
+// Target is the replica set a partition ends with: its assignment less the
+// replicas a move in progress removes.
+func (s PartitionState) Target() []int32 { return without(s.Replicas, s.Removing) }
+
+// Origin is the replica set a partition had before its move in progress
+// (its assignment when none is): what cancelling the move goes back to.
+func (s PartitionState) Origin() []int32 { return without(s.Replicas, s.Adding) }
+
+func without(xs, drop []int32) []int32 {
+	out := make([]int32, 0, len(xs))
+	for _, x := range xs {
+		if !slices.Contains(drop, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Sentinel errors of Reassign.
+var (
+	// ErrNoReassignment: a cancel of a partition that is not moving.
+	ErrNoReassignment = errors.New("cluster: no reassignment in progress")
+	// ErrUnknownPartition: the topic or partition does not exist.
+	ErrUnknownPartition = errors.New("cluster: unknown topic or partition")
+	// ErrReplicationFactor: the target changes the number of replicas and
+	// the request did not allow it.
+	ErrReplicationFactor = errors.New("cluster: the reassignment changes the replication factor")
+)
+
+// Reassign starts, replaces or (target nil) cancels the move of one
+// partition to the replica set target (preferred leader first). It writes
+// the move into the topic's assignment znode, conditionally on the version
+// read; the controller carries it out (see doc.go). A target equal to the
+// current assignment with no move in progress does nothing. A target must
+// list distinct registered brokers; unless allowRFChange it must have as
+// many replicas as the partition had before the move.
+func (n *Node) Reassign(topic string, partition int32, target []int32, allowRFChange bool) error {
+	s, err := n.session()
+	if err != nil {
+		return err
+	}
+	if target != nil {
+		if len(target) == 0 {
+			return fmt.Errorf("%w: %s-%d: an empty replica list", ErrInvalid, topic, partition)
+		}
+		brokers, err := readBrokers(s)
+		if err != nil {
+			return err
+		}
+		for i, b := range target {
+			if slices.Contains(target[:i], b) {
+				return fmt.Errorf("%w: %s-%d: broker %d is listed twice in %v", ErrInvalid, topic, partition, b, target)
+			}
+			if _, ok := brokers[b]; !ok {
+				return fmt.Errorf("%w: %s-%d: broker %d is not a live broker of the cluster", ErrInvalid, topic, partition, b)
+			}
+		}
+	}
+	for try := 0; try < maxCASRetries; try++ {
+		a, ok, err := readAssignment(s, topic)
+		if err != nil {
+			return err
+		}
+		if !ok || partition < 0 || int(partition) >= len(a.Replicas) {
+			return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, partition)
+		}
+		cur := PartitionState{Topic: topic, Partition: partition}
+		a.fill(&cur)
+		origin := cur.Origin()
+		switch {
+		case target == nil && !cur.moving():
+			return fmt.Errorf("%w: %s-%d", ErrNoReassignment, topic, partition)
+		case target == nil:
+			a.Replicas[partition], a.Adding[partition], a.Removing[partition] = origin, nil, nil
+		case !cur.moving() && slices.Equal(target, cur.Replicas):
+			return nil
+		case !allowRFChange && len(target) != len(origin):
+			return fmt.Errorf("%w: %s-%d has %d replicas, the target %v has %d", ErrReplicationFactor, topic, partition, len(origin), target, len(target))
+		default:
+			a.Replicas[partition] = append(slices.Clone(target), without(origin, target)...)
+			a.Adding[partition] = without(target, origin)
+			a.Removing[partition] = without(origin, target)
+		}
+		_, err = s.ZK().Set(s.Path(topicPath(topic)), encodeAssignment(a), a.Version)
+		switch {
+		case err == nil:
+			n.log.Info("partition reassignment", "topic", topic, "partition", partition, "target", target,
+				"replicas", a.Replicas[partition], "adding", a.Adding[partition], "removing", a.Removing[partition])
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+		case errors.Is(err, zk.ErrNoNode):
+			return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, partition)
+		default:
+			return fmt.Errorf("cluster: reassign %s-%d: %w", topic, partition, err)
+		}
+	}
+	return fmt.Errorf("cluster: reassign %s-%d: lost %d races in a row", topic, partition, maxCASRetries)
+}
+
+// Reassignments returns the partitions with a move in progress as this
+// node last saw them (ListPartitionReassignments), sorted.
+func (n *Node) Reassignments() []PartitionState {
+	var out []PartitionState
+	for _, st := range n.Partitions() {
+		if st.moving() {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// advanceMove finishes the move of partition p of a once every target
+// replica is in the ISR: the leader moves to a target replica if it is not
+// one (a new leader epoch), the leaving replicas leave the ISR, and then
+// the assignment becomes the target. Each write is conditional (the state
+// on its version and the controller epoch, the assignment on the version
+// read), so a controller that fails between them leaves a move the next one
+// finishes. moved is true when a write lost a race.
+func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved bool, err error) {
+	st, ok, err := readState(c.s, a, p)
+	if err != nil || !ok || !st.moving() {
+		return false, err
+	}
+	target := st.Target()
+	for _, b := range target {
+		if !slices.Contains(st.ISR, b) {
+			return false, nil // a target replica is still catching up
+		}
+	}
+	next := st
+	next.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return !slices.Contains(target, b) })
+	if !slices.Contains(target, st.Leader) {
+		leader := int32(-1)
+		for _, b := range target {
+			if l.eligible(b) {
+				leader = b
+				break
+			}
+		}
+		if leader < 0 {
+			return false, nil // no target replica can lead now: the move waits
+		}
+		next.Leader, next.LeaderEpoch = leader, st.LeaderEpoch+1
+	}
+	if next.Leader != st.Leader || !slices.Equal(next.ISR, st.ISR) {
+		next.ControllerEpoch = c.epoch
+		if err := c.writeState(st, next); err != nil {
+			if errors.Is(err, errMoved) {
+				return true, nil
+			}
+			return false, err
+		}
+	}
+	a.Replicas[p], a.Adding[p], a.Removing[p] = target, nil, nil
+	resp, err := c.s.ZK().Multi(
+		&zk.CheckVersionRequest{Path: c.s.Path(controllerEpochPath), Version: c.epochVersion},
+		&zk.SetDataRequest{Path: c.s.Path(topicPath(a.Name)), Data: encodeAssignment(a), Version: a.Version})
+	if err != nil {
+		err = c.multiErr(resp, err, topicPath(a.Name))
+		if errors.Is(err, errMoved) {
+			return true, nil
+		}
+		return false, err
+	}
+	c.log.Info("partition reassignment completed", "topic", a.Name, "partition", p, "replicas", target, "leader", next.Leader)
+	// The topic's version moved: the rest of this round would be refused.
+	return true, nil
+}
