@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +16,7 @@ func newProduceCommand() *cobra.Command {
 	var (
 		opts  kafka.ProduceOptions
 		quiet bool
+		aud   producerAudit
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -26,11 +28,15 @@ func newProduceCommand() *cobra.Command {
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
 			opts.Progress = c.ErrOrStderr()
+			publish, err := aud.start(&opts.ProducerConfig)
+			if err != nil {
+				return err
+			}
 			n, err := kafka.Produce(ctx, opts, c.InOrStdin())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "produced %d records to %s\n", n, opts.Topic)
 			}
-			return err
+			return errors.Join(err, publish())
 		},
 	}
 	f := cmd.Flags()
@@ -44,5 +50,6 @@ func newProduceCommand() *cobra.Command {
 	f.IntVar(&opts.MaxLineBytes, "max-line-bytes", 1<<20, "longest accepted input line")
 	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")
+	aud.register(f)
 	return cmd
 }

@@ -124,6 +124,9 @@ type ProducerConfig struct {
 	BatchMaxBytes int32
 	// ManualPartition routes each record to its Partition field.
 	ManualPartition bool
+	// Hooks are installed in the producing client (kgo.WithHooks), such
+	// as internal/audit's counting Hook.
+	Hooks []kgo.Hook
 }
 
 func (c ProducerConfig) options() ([]kgo.Opt, error) {
@@ -151,6 +154,9 @@ func (c ProducerConfig) options() ([]kgo.Opt, error) {
 	}
 	if c.ManualPartition {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	if len(c.Hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(c.Hooks...))
 	}
 	return opts, nil
 }
