@@ -153,6 +153,13 @@ func Balance(counts []Count, load *Load, opts Options) (*Report, error) {
 			updated[c.Topic] = c.Updated
 		}
 	}
+	if load != nil {
+		for _, topic := range load.Topics {
+			if tiersOf[topic] != nil {
+				tiersOf[topic][TierLoad] = true
+			}
+		}
+	}
 	for topic, tiers := range tiersOf {
 		if !tiers[TierProducer] {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("topic %s: no producer counts (its producers do not publish to %s): not balanced", topic, Topic))

@@ -27,6 +27,9 @@ func (s Skip) Records() int64 { return s.End - s.Start }
 
 // Load is the load tier of one job, read from its committed manifests.
 type Load struct {
+	// Topics are the job's topics: the load tier owes each of them every
+	// record, counted or not.
+	Topics []string
 	Counts []Count
 	Skips  []Skip
 	// Uncounted counts the records of committed manifests written before
@@ -39,7 +42,7 @@ type Load struct {
 // those with commits). A torn manifest is an error (run the loader, whose
 // recovery sets it aside, and audit again).
 func LoadCounts(store *writers.Store, origin string, topics []string) (Load, error) {
-	var out Load
+	out := Load{Topics: append([]string(nil), topics...)}
 	cells := map[cellKey]*Count{}
 	for _, topic := range topics {
 		names, err := vfs.ListNames(store.FS(), path.Join(writers.SluiceDir, "commits", topic))
