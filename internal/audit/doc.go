@@ -23,8 +23,7 @@
 //
 // # Record format (version 1, JSON)
 //
-// One record per (tier, topic, window, origin), key and value UTF-8 JSON-free
-// text and JSON:
+// One record per (tier, topic, window, origin); the key is text, the value JSON:
 //
 //	key:   <tier>/<topic>/<window start, Unix ms, or -1>/<origin>
 //	value: {"version":1, "tier":"producer", "topic":"pageviews",
