@@ -117,6 +117,7 @@ func (l *Loader) commitSkip(topic string, partition int32, r inputformat.Range) 
 	if err != nil {
 		return err
 	}
+	w.CountLost(r.End - r.Start) // for the audit: the records' loss is in the commit
 	res, err := w.Commit(r.End)
 	if err != nil {
 		w.Abort()

@@ -622,8 +622,16 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 	if r.Timestamp.After(t.rep.LastRecord) && t.l.times.Check("", r.Timestamp) == nil {
 		t.rep.LastRecord = r.Timestamp // a far-future log time is no watermark
 	}
+	rows := t.rep.RowsOut
 	err := t.mapRecord(ctx, r)
 	if err == nil {
+		// For the audit, in the manifest: a record that made no row (where,
+		// or a mapper that emitted none) is filtered.
+		o := writers.Filtered
+		if t.rep.RowsOut > rows {
+			o = writers.Loaded
+		}
+		t.w.Count(r.Timestamp, int64(len(r.Key)+len(r.Value)), o)
 		return nil
 	}
 	if errors.Is(err, ErrOutput) {
@@ -638,12 +646,14 @@ func (t *taskRun) record(ctx context.Context, r *kgo.Record) error {
 	switch t.l.spec.OnBadRecord {
 	case BadRecordSkip:
 		t.rep.Skipped++
+		t.w.Count(r.Timestamp, int64(len(r.Key)+len(r.Value)), writers.Malformed)
 		return nil
 	case BadRecordDeadLetter:
 		if err := t.deadLetter(r, err); err != nil {
 			return fmt.Errorf("%s offset %d: %w (the split fails; nothing of it was committed)", t.split, r.Offset, err)
 		}
 		t.rep.DeadLettered++
+		t.w.Count(r.Timestamp, int64(len(r.Key)+len(r.Value)), writers.DeadLettered)
 		return nil
 	}
 	return fmt.Errorf("%s offset %d: %w (on_bad_record: fail; nothing of this split was committed)", t.split, r.Offset, err)

@@ -46,6 +46,9 @@ type Manifest struct {
 	Committed time.Time `json:"committed"`
 	Records   int64     `json:"records"`
 	Files     []File    `json:"files"`
+	// Audit holds the split's records counted per window of record time
+	// (absent in manifests written before the audit).
+	Audit *AuditCounts `json:"audit,omitempty"`
 }
 
 // File is one data file of a commit; paths are relative to the output root.

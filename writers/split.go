@@ -78,6 +78,7 @@ type SplitWriter struct {
 	timeIdxFor *avrocodec.Projection
 	timeIdx    int
 	dirs       dirCache // the last partition directory
+	counts     auditCounter
 }
 
 type openFile struct {
@@ -432,6 +433,7 @@ func (w *SplitWriter) Commit(reached int64) (Result, error) {
 		}
 		sort.Slice(w.done, func(i, j int) bool { return w.done[i].Final < w.done[j].Final })
 	}
+	w.attempt.audit = w.counts.manifest()
 	res, err := w.attempt.Commit(w.done, reached)
 	if !errors.Is(err, ErrNotChained) {
 		w.finished = true

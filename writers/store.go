@@ -122,6 +122,7 @@ type Attempt struct {
 	lease   string          // the current lease file
 	renewAt time.Time       // when the lease is due for renewal
 	intent  bool            // the commit intent is written: never Abort
+	audit   *AuditCounts    // the records counted (SplitWriter.Count), for the manifest
 }
 
 // NewAttempt starts an attempt of split with a fresh random id: it creates
@@ -231,7 +232,7 @@ func (a *Attempt) Commit(files []File, reached int64) (Result, error) {
 	m := &Manifest{
 		Version: ManifestVersion, Topic: a.split.Topic, Partition: a.split.Partition,
 		Start: a.split.Start, End: a.split.End, Attempt: a.id, Committed: s.opts.Clock.Now().UTC(),
-		Files: files,
+		Files: files, Audit: a.audit,
 	}
 	for _, f := range files {
 		if !strings.HasPrefix(f.Temp, a.dir+"/") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,8 +17,11 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure produce and consume throughput and latency against a Kafka-protocol broker",
 	}
-	var p kafka.ProducerBenchOptions
-	var psec, csec *securityFlags
+	var (
+		p          kafka.ProducerBenchOptions
+		aud        producerAudit
+		psec, csec *securityFlags
+	)
 	produce := &cobra.Command{
 		Use:   "produce",
 		Short: "Send records as fast as allowed; print records/s, MB/s and latency percentiles (like ProducerPerformance)",
@@ -32,8 +36,12 @@ func newBenchCommand() *cobra.Command {
 			}
 			ctx, cancel := signalContext(c.Context())
 			defer cancel()
-			res, err := kafka.ProducerBench(ctx, p, c.ErrOrStderr())
+			publish, err := aud.start(&p.ProducerConfig)
 			if err != nil {
+				return err
+			}
+			res, err := kafka.ProducerBench(ctx, p, c.ErrOrStderr())
+			if err := errors.Join(err, publish()); err != nil {
 				return err
 			}
 			if _, err = fmt.Fprintln(c.OutOrStdout(), res.String()); err != nil || p.TransactionalID == "" {
@@ -58,6 +66,7 @@ func newBenchCommand() *cobra.Command {
 	pf.DurationVar(&p.ReportInterval, "report-interval", 5*time.Second, "time between progress lines")
 	pf.StringVar(&p.TransactionalID, "transactional-id", "", "produce in transactions with this transactional.id (like ProducerPerformance --transactional-id)")
 	pf.Int64Var(&p.TxnRecords, "txn-records", 1000, "records per transaction with --transactional-id")
+	aud.register(pf)
 
 	var cns kafka.ConsumerBenchOptions
 	consume := &cobra.Command{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ func newProduceCommand() *cobra.Command {
 		opts  kafka.ProduceOptions
 		quiet bool
 		sec   *securityFlags
+		aud   producerAudit
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -31,11 +33,15 @@ func newProduceCommand() *cobra.Command {
 			if opts.Security, err = sec.security(); err != nil {
 				return err
 			}
+			publish, err := aud.start(&opts.ProducerConfig)
+			if err != nil {
+				return err
+			}
 			n, err := kafka.Produce(ctx, opts, c.InOrStdin())
 			if !quiet && (err == nil || n > 0) {
 				fmt.Fprintf(c.ErrOrStderr(), "produced %d records to %s\n", n, opts.Topic)
 			}
-			return err
+			return errors.Join(err, publish())
 		},
 	}
 	f := cmd.Flags()
@@ -50,5 +56,6 @@ func newProduceCommand() *cobra.Command {
 	f.DurationVar(&opts.ProgressInterval, "progress-interval", 5*time.Second, "print records, bytes and rates to stderr this often (0: never)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the record count")
 	sec = addSecurityFlags(f)
+	aud.register(f)
 	return cmd
 }

@@ -12,18 +12,6 @@ import (
 
 // runSluiceIn runs one sluice command in process and returns its stdout and
 // error.
-func runSluiceIn(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	root := newRootCommand()
-	root.SetArgs(args)
-	var out, errOut strings.Builder
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetIn(strings.NewReader(stdin))
-	err := root.Execute()
-	return out.String(), err
-}
-
 // The tools against a secured Apache Kafka 4.1: SASL_SSL with
 // SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN, SSL with a client certificate
 // (mTLS), a Kafka client properties file; and each way of getting it wrong

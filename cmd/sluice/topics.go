@@ -82,7 +82,7 @@ func newTopicsCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list, describe, del, newReassignCommand(withAdmin))
+	cmd.AddCommand(create, list, describe, del, newReassignCommand(withAdmin), newDeleteRecordsCommand(withAdmin))
 	return cmd
 }
 
@@ -147,4 +147,28 @@ all are); --cancel puts each partition back on the replicas it had.`,
 	cmd.Flags().BoolVar(&verify, "verify", false, "show whether each move is in progress or completed (exit 1 until all are)")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the moves: each partition goes back to its replicas before the move")
 	return cmd
+}
+
+// newDeleteRecordsCommand is `topics delete-records T --partition P --before OFFSET`.
+func newDeleteRecordsCommand(withAdmin func(*cobra.Command, func(context.Context, *kafka.Admin) error) error) *cobra.Command {
+	var (
+		partition int32
+		before    int64
+	)
+	c := &cobra.Command{
+		Use:   "delete-records TOPIC --partition P --before OFFSET",
+		Short: "Delete a partition's records below an offset (DeleteRecords: moves its log start offset)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !c.Flags().Changed("before") {
+				return fmt.Errorf("%w: --before OFFSET is required (-1: the high watermark)", kafka.ErrBadInput)
+			}
+			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
+				return a.DeleteRecords(ctx, args[0], partition, before, c.OutOrStdout())
+			})
+		},
+	}
+	c.Flags().Int32VarP(&partition, "partition", "p", 0, "partition whose records to delete")
+	c.Flags().Int64Var(&before, "before", 0, "delete the records with offsets below this one (-1: all up to the high watermark)")
+	return c
 }

@@ -126,6 +126,9 @@ type ProducerConfig struct {
 	ManualPartition bool
 	// Security is how the client authenticates and encrypts.
 	Security Security
+	// Hooks are installed in the producing client (kgo.WithHooks), such
+	// as internal/audit's counting Hook.
+	Hooks []kgo.Hook
 }
 
 func (c ProducerConfig) options() ([]kgo.Opt, error) {
@@ -153,6 +156,9 @@ func (c ProducerConfig) options() ([]kgo.Opt, error) {
 	}
 	if c.ManualPartition {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	if len(c.Hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(c.Hooks...))
 	}
 	return opts, nil
 }

@@ -194,3 +194,33 @@ func (a *Admin) DeleteTopics(ctx context.Context, topics []string, w io.Writer) 
 	}
 	return errors.Join(errs...)
 }
+
+// DeleteRecords deletes the records of topic's partition below before
+// (DeleteRecords: the partition's log start offset moves up to before;
+// -1 means the high watermark) and reports the new log start offset.
+func (a *Admin) DeleteRecords(ctx context.Context, topic string, partition int32, before int64, w io.Writer) error {
+	if topic == "" {
+		return badInput("name the topic")
+	}
+	if partition < 0 {
+		return badInput("--partition must be >= 0, got %d", partition)
+	}
+	if before < -1 {
+		return badInput("--before must be an offset >= 0 (or -1: the high watermark), got %d", before)
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: partition, At: before})
+	resps, err := a.adm.DeleteRecords(ctx, os)
+	if err != nil {
+		return fmt.Errorf("kafka: delete records of %s[%d]: %w", topic, partition, err)
+	}
+	r, ok := resps.Lookup(topic, partition)
+	switch {
+	case !ok:
+		return fmt.Errorf("kafka: delete records of %s[%d]: not in the broker's answer", topic, partition)
+	case r.Err != nil:
+		return fmt.Errorf("kafka: delete records of %s[%d] before %d: %w", topic, partition, before, r.Err)
+	}
+	_, err = fmt.Fprintf(w, "deleted records of %s[%d]: log start offset now %d\n", topic, partition, r.LowWatermark)
+	return err
+}

@@ -1,0 +1,220 @@
+package audit
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/writers"
+)
+
+// Tier names a hop of the data's path.
+type Tier string
+
+// The tiers.
+const (
+	TierProducer Tier = "producer"
+	TierBroker   Tier = "broker"
+	TierLoad     Tier = "load"
+)
+
+// Topic is the audit topic's name.
+const Topic = "_audit"
+
+// DefaultWindow is the window width when none is given.
+const DefaultWindow = 10 * time.Minute
+
+// FormatVersion is the version of the records written.
+const FormatVersion = 1
+
+// MaxCells bounds the (topic, window) cells of one Counter: a record for a
+// new cell beyond it is not counted but counted in Dropped (and Publish
+// reports it), so a producer of wild timestamps cannot grow it unbounded.
+const MaxCells = 1 << 16
+
+// ErrDropped reports records a Counter could not count (MaxCells).
+var ErrDropped = errors.New("audit: records not counted: too many windows")
+
+// Count is one (tier, topic, window, origin)'s cumulative count: the value
+// of an _audit record.
+type Count struct {
+	Version int    `json:"version"`
+	Tier    Tier   `json:"tier"`
+	Topic   string `json:"topic"`
+	// WindowStart is the window's start in Unix ms; -1: records without a
+	// timestamp.
+	WindowStart int64  `json:"window_start_ms"`
+	WindowMs    int64  `json:"window_ms"`
+	Origin      string `json:"origin"`
+	Messages    int64  `json:"messages"`
+	Bytes       int64  `json:"bytes"`
+	Malformed   int64  `json:"malformed,omitempty"`
+	// Filtered and DeadLettered are the load tier's records not loaded by
+	// the job's where and on_bad_record: dead_letter.
+	Filtered     int64     `json:"filtered,omitempty"`
+	DeadLettered int64     `json:"dead_lettered,omitempty"`
+	Updated      time.Time `json:"updated"`
+}
+
+// Key is the record key compaction keeps the latest count of.
+func (c Count) Key() string {
+	return string(c.Tier) + "/" + c.Topic + "/" + strconv.FormatInt(c.WindowStart, 10) + "/" + c.Origin
+}
+
+// NewOrigin names a counting instance: host/pid/random, unique per process.
+func NewOrigin() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// WindowStart returns the start (Unix ms) of the window of width w holding
+// a record of time ts, or -1 for a record without a timestamp.
+func WindowStart(ts time.Time, w time.Duration) int64 {
+	return writers.AuditStart(ts, w.Milliseconds()) // one rule for every tier
+}
+
+type cellKey struct {
+	topic string
+	start int64
+}
+
+type cell struct {
+	messages, bytes, malformed int64
+	dirty                      bool
+}
+
+// Counter counts records of one tier and origin per (topic, window). It is
+// safe for concurrent use.
+type Counter struct {
+	tier   Tier
+	origin string
+	window time.Duration
+	now    func() time.Time
+
+	mu sync.Mutex
+	// Guarded by mu.
+	cells   map[cellKey]*cell
+	dropped int64
+}
+
+// NewCounter returns a counter of tier for origin ("" is NewOrigin()) in
+// windows of width window (0 is DefaultWindow; it must be whole
+// milliseconds).
+func NewCounter(tier Tier, origin string, window time.Duration) (*Counter, error) {
+	if window == 0 {
+		window = DefaultWindow
+	}
+	if window < time.Millisecond || window%time.Millisecond != 0 {
+		return nil, fmt.Errorf("audit: window %s: must be whole milliseconds, at least 1ms", window)
+	}
+	if origin == "" {
+		origin = NewOrigin()
+	}
+	return &Counter{tier: tier, origin: origin, window: window, now: time.Now, cells: map[cellKey]*cell{}}, nil
+}
+
+// Origin returns the counter's origin.
+func (c *Counter) Origin() string { return c.origin }
+
+// Window returns the counter's window width.
+func (c *Counter) Window() time.Duration { return c.window }
+
+// Add counts one record of topic with timestamp ts and size bytes.
+func (c *Counter) Add(topic string, ts time.Time, bytes int64) { c.add(topic, ts, bytes, false) }
+
+// AddMalformed counts one record of topic the tier could not read.
+func (c *Counter) AddMalformed(topic string, ts time.Time) { c.add(topic, ts, 0, true) }
+
+func (c *Counter) add(topic string, ts time.Time, bytes int64, malformed bool) {
+	k := cellKey{topic, WindowStart(ts, c.window)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce := c.cells[k]
+	if ce == nil {
+		if len(c.cells) >= MaxCells {
+			c.dropped++
+			return
+		}
+		ce = &cell{}
+		c.cells[k] = ce
+	}
+	if malformed {
+		ce.malformed++
+	} else {
+		ce.messages++
+		ce.bytes += bytes
+	}
+	ce.dirty = true
+}
+
+// Dropped returns how many records were not counted (MaxCells).
+func (c *Counter) Dropped() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
+}
+
+// Counts returns every cell's cumulative count, sorted by topic and window.
+func (c *Counter) Counts() []Count { return c.collect(false) }
+
+// changed returns the cells counted into since the last changed call
+// (whose counts are then taken as published: call markDirty on failure).
+func (c *Counter) changed() []Count { return c.collect(true) }
+
+func (c *Counter) collect(onlyDirty bool) []Count {
+	now := c.now().UTC()
+	c.mu.Lock()
+	out := make([]Count, 0, len(c.cells))
+	for k, ce := range c.cells {
+		if onlyDirty && !ce.dirty {
+			continue
+		}
+		if onlyDirty {
+			ce.dirty = false
+		}
+		out = append(out, Count{Version: FormatVersion, Tier: c.tier, Topic: k.topic, WindowStart: k.start,
+			WindowMs: c.window.Milliseconds(), Origin: c.origin, Messages: ce.messages, Bytes: ce.bytes,
+			Malformed: ce.malformed, Updated: now})
+	}
+	c.mu.Unlock()
+	sortCounts(out)
+	return out
+}
+
+// markDirty marks cells of counts as not published.
+func (c *Counter) markDirty(counts []Count) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range counts {
+		if ce := c.cells[cellKey{n.Topic, n.WindowStart}]; ce != nil {
+			ce.dirty = true
+		}
+	}
+}
+
+func sortCounts(cs []Count) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.WindowStart != b.WindowStart {
+			return a.WindowStart < b.WindowStart
+		}
+		if a.Tier != b.Tier {
+			return a.Tier < b.Tier
+		}
+		return a.Origin < b.Origin
+	})
+}
