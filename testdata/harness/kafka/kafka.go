@@ -241,8 +241,7 @@ var shared struct {
 	kafka   *Kafka
 	err     error
 	dir     string
-	bin     string
-	binErr  error
+	bins    map[string]builtBinary // sluice binaries by build tags
 	cleanup []func()
 }
 
