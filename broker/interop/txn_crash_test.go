@@ -22,7 +22,8 @@ import (
 // TestSluiceKill9BetweenPrepareAndComplete: a transaction over 8
 // partitions, with offsets of a group committed in it (TxnOffsetCommit), is
 // ended while the broker process carries the test hook
-// server.CrashAfterMarkersEnv, so the process SIGKILLs itself after its
+// server.CrashAfterMarkersEnv (a binary built with the sluice_mutation tag,
+// kafka.MutationSluiceBinary), so the process SIGKILLs itself after its
 // PrepareCommit (or PrepareAbort) record and k of the 9 markers (k = 0, 3,
 // 7; every k for both outcomes with SLUICE_TXN_CRASH_ALL=1; the first
 // marker goes to __consumer_offsets). On restart the coordinator
@@ -52,7 +53,7 @@ func TestSluiceKill9BetweenPrepareAndComplete(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("commit=%v/markers=%d", c.commit, c.markers), func(t *testing.T) {
 			t.Setenv(server.CrashAfterMarkersEnv, fmt.Sprint(c.markers))
-			s := kafka.StartSluice(t)
+			s := kafka.StartSluiceBinary(t, kafka.MutationSluiceBinary(t))
 			os.Setenv(server.CrashAfterMarkersEnv, "") // the restart runs without the hook; t.Setenv restores it at the end
 			topic := newTopicName("txcrash")
 			createTopic(t, s.Addr, topic, partitions)

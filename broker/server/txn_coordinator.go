@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/broker/group"
 	plog "github.com/sluicehq/sluice/broker/log"
 	"github.com/sluicehq/sluice/broker/txn"
+	"github.com/sluicehq/sluice/internal/mutate"
 )
 
 // txnStateStorage is txn.StateLog over the registry.
@@ -39,13 +40,14 @@ type txnMarkers struct {
 	crash  *markerCrash // nil unless CrashAfterMarkersEnv is set
 }
 
-// CrashAfterMarkersEnv is a test-only hook: set to n (>= 0) in a broker
+// CrashAfterMarkersEnv is a test-only hook of a binary built with the
+// sluice_mutation tag (internal/mutate): set to n (>= 0) in such a broker
 // process's environment, it makes the process kill itself (SIGKILL on
 // Unix, no cleanup of any kind) when it is about to write its (n+1)th
 // transaction marker: the crash between a transaction's prepare record
 // and its last marker that the coordinator must complete on restart
 // (broker/interop's TestSluiceKill9BetweenPrepareAndComplete). Unset or
-// empty: no effect.
+// empty: no effect. A build without the tag never reads it.
 const CrashAfterMarkersEnv = "SLUICE_TEST_TXN_CRASH_AFTER_MARKERS"
 
 // markerCrash counts the markers written for CrashAfterMarkersEnv.
@@ -55,6 +57,9 @@ type markerCrash struct {
 }
 
 func markerCrashFromEnv(logger *slog.Logger) *markerCrash {
+	if !mutate.Built { // a constant: production builds hold no hook
+		return nil
+	}
 	v := os.Getenv(CrashAfterMarkersEnv)
 	if v == "" {
 		return nil

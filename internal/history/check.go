@@ -42,6 +42,10 @@ type Stats struct {
 	ProducedErr int `json:"produced_fail"`
 	ReadRecords int `json:"read_records"`
 	Commits     int `json:"commits"`
+	// RetryDuplicates counts the values in the log more than once that a
+	// non-idempotent producer sent more than once (not anomalies: see
+	// the package doc's duplicate).
+	RetryDuplicates int `json:"retry_duplicates,omitempty"`
 }
 
 // Result is what Check found.
@@ -105,6 +109,10 @@ type index struct {
 	// the offsets known to hold a record, per partition, sorted: the
 	// positions of posHolds, kept for the skip check's search.
 	known map[partitionKey][]int64
+	// copies is how many positions each produced value may hold: 1, or
+	// the Produce requests that carried it when no produce of it was
+	// idempotent (allowedCopies).
+	copies map[string]int
 }
 
 // Check checks a history for every anomaly in the package doc and returns
@@ -114,7 +122,9 @@ func Check(h History) Result {
 	var res Result
 	res.Stats = x.stats()
 	res.Anomalies = append(res.Anomalies, x.phantoms()...)
-	res.Anomalies = append(res.Anomalies, x.duplicates()...)
+	dups, retried := x.duplicates()
+	res.Stats.RetryDuplicates = retried
+	res.Anomalies = append(res.Anomalies, dups...)
 	res.Anomalies = append(res.Anomalies, x.inconsistent()...)
 	res.Anomalies = append(res.Anomalies, x.lost()...)
 	res.Anomalies = append(res.Anomalies, x.pollSequences()...)
@@ -173,6 +183,10 @@ func buildIndex(h History) *index {
 				seen(r.Value, position{r.Topic, r.Partition, r.Offset}, op.ID)
 			}
 		}
+	}
+	x.copies = make(map[string]int, len(x.produces))
+	for v, ids := range x.produces {
+		x.copies[v] = allowedCopies(h, ids)
 	}
 	for p := range x.posHolds {
 		k := partitionKey{p.topic, p.partition}
@@ -286,12 +300,49 @@ func sortedPositions[V any](m map[position]V) []position {
 
 func sortedKeys[V any](m map[string]V) []string { return keysInOrder(m, strings.Compare) }
 
-// duplicates: one value at two positions.
-func (x *index) duplicates() []Anomaly {
-	var out []Anomaly
+// allowedCopies is how many positions the produces ids of one value may
+// have put it at. An idempotent producer's retry is appended once (the
+// broker drops a batch whose sequence it has), so any idempotent produce
+// of the value allows one. A non-idempotent producer's produce sent n
+// times — its acknowledgement lost and the request sent again, by the
+// client's retries (acks=1, or acks=all without idempotence) or by the
+// workload's — may be appended n times: Kafka's semantics for such a
+// producer, not an anomaly. A failed produce was appended by none of its
+// sends.
+func allowedCopies(h History, ids []int) int {
+	n := 0
+	for _, id := range ids {
+		p := &h[id]
+		if p.Idempotent {
+			return 1
+		}
+		if p.Outcome != Fail {
+			n += max(p.Attempts, 1)
+		}
+	}
+	return max(n, 1)
+}
+
+// maxCopies is how many positions v may hold (1 for a value never
+// produced: a phantom).
+func (x *index) maxCopies(v string) int {
+	if n, ok := x.copies[v]; ok {
+		return n
+	}
+	return 1
+}
+
+// duplicates: one value at more positions than its produces allow
+// (allowedCopies). It also returns how many values were at several
+// positions within what a non-idempotent producer's retries allow.
+func (x *index) duplicates() (out []Anomaly, retried int) {
 	for _, v := range sortedKeys(x.valueAt) {
 		at := x.valueAt[v]
 		if len(at) < 2 {
+			continue
+		}
+		if len(at) <= x.maxCopies(v) {
+			retried++
 			continue
 		}
 		ps := sortedPositions(at)
@@ -301,10 +352,27 @@ func (x *index) duplicates() []Anomaly {
 			ids = append(ids, at[p])
 			where = append(where, p.String())
 		}
-		out = append(out, Anomaly{Kind: Duplicate, Ops: sortedIDs(ids...),
-			Detail: fmt.Sprintf("value %q at %d positions: %s", v, len(ps), strings.Join(where, ", "))})
+		out = append(out, Anomaly{Kind: Duplicate, Ops: sortedIDs(append(ids, x.produces[v]...)...),
+			Detail: fmt.Sprintf("value %q at %d positions: %s (%s)", v, len(ps), strings.Join(where, ", "), x.copiesWhy(v))})
 	}
-	return out
+	return out, retried
+}
+
+// copiesWhy says in words why v may hold only maxCopies positions.
+func (x *index) copiesWhy(v string) string {
+	ids := x.produces[v]
+	for _, id := range ids {
+		if x.h[id].Idempotent {
+			return fmt.Sprintf("op %d's producer is idempotent: it is appended once", id)
+		}
+	}
+	if len(ids) == 0 {
+		return "never produced"
+	}
+	if n := x.maxCopies(v); n > 1 {
+		return fmt.Sprintf("non-idempotent produces that sent it %d times", n)
+	}
+	return "one non-idempotent produce that sent it once"
 }
 
 // inconsistent: one position holding two values.

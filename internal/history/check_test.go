@@ -334,3 +334,82 @@ func TestSkipNamesTheFirstSighting(t *testing.T) {
 		}
 	}
 }
+
+// The duplicate rule: a value may hold several positions only when no
+// produce of it was idempotent and its produces were sent that many times
+// (a non-idempotent producer's retry after a lost acknowledgement:
+// Kafka's semantics); an idempotent producer's value holds one, however
+// often it was sent. A lost acknowledged write is lost whatever the
+// producer. Loads take each position of a value once.
+func TestDuplicateAllowedOnlyForARetriedNonIdempotentProduce(t *testing.T) {
+	produce := func(b *builder, outcome Outcome, off int64, v string, idempotent bool, attempts int) {
+		b.op(1, Produce, Op{Outcome: outcome, Topic: "t", Partition: 1, Offset: off, Value: v, Idempotent: idempotent, Attempts: attempts})
+	}
+	cases := []struct {
+		name    string
+		want    []AnomalyKind // nil: clean
+		retried int           // Stats.RetryDuplicates
+		add     func(b *builder)
+	}{
+		{"non-idempotent, sent twice, at two positions", nil, 1, func(b *builder) {
+			produce(b, OK, 1, "r", false, 2)
+			b.final(1, 2, recs(1, 0, "r", 1, "r"))
+		}},
+		{"non-idempotent, unknown after two sends, at two positions", nil, 1, func(b *builder) {
+			produce(b, Unknown, -1, "u", false, 2)
+			b.final(1, 2, recs(1, 0, "u", 1, "u"))
+		}},
+		{"non-idempotent, resent by the workload as a second produce", nil, 1, func(b *builder) {
+			produce(b, Unknown, -1, "w", false, 1)
+			produce(b, OK, 1, "w", false, 1)
+			b.final(1, 2, recs(1, 0, "w", 1, "w"))
+		}},
+		{"non-idempotent, sent twice, loaded from both positions", nil, 1, func(b *builder) {
+			produce(b, OK, 1, "l", false, 2)
+			b.final(1, 2, recs(1, 0, "l", 1, "l"))
+			b.op(98, LoadRead, Op{Outcome: OK, Records: recs(1, 0, "l", 1, "l"), Ranges: []Range{{Topic: "t", Partition: 1, Start: 0, End: 2}}})
+		}},
+		{"non-idempotent, sent twice, loaded twice from one position", []AnomalyKind{LoadDuplicate}, 1, func(b *builder) {
+			produce(b, OK, 1, "l", false, 2)
+			b.final(1, 2, recs(1, 0, "l", 1, "l"))
+			b.op(98, LoadRead, Op{Outcome: OK, Records: recs(1, 1, "l", 1, "l")})
+		}},
+		{"idempotent, sent twice, at two positions", []AnomalyKind{Duplicate}, 0, func(b *builder) {
+			produce(b, OK, 1, "i", true, 2)
+			b.final(1, 2, recs(1, 0, "i", 1, "i"))
+		}},
+		{"idempotent and non-idempotent produces of one value", []AnomalyKind{Duplicate}, 0, func(b *builder) {
+			produce(b, Unknown, -1, "m", false, 3)
+			produce(b, OK, 1, "m", true, 1)
+			b.final(1, 2, recs(1, 0, "m", 1, "m"))
+		}},
+		{"non-idempotent, sent once, at two positions", []AnomalyKind{Duplicate}, 0, func(b *builder) {
+			produce(b, OK, 1, "o", false, 1)
+			b.final(1, 2, recs(1, 0, "o", 1, "o"))
+		}},
+		{"non-idempotent, uncounted sends, at two positions", []AnomalyKind{Duplicate}, 0, func(b *builder) {
+			produce(b, OK, 1, "c", false, 0)
+			b.final(1, 2, recs(1, 0, "c", 1, "c"))
+		}},
+		{"non-idempotent, sent twice, at three positions", []AnomalyKind{Duplicate}, 0, func(b *builder) {
+			produce(b, OK, 2, "t", false, 2)
+			b.final(1, 3, recs(1, 0, "t", 1, "t", 2, "t"))
+		}},
+		{"non-idempotent, sent twice, its acknowledged position lost", []AnomalyKind{Lost}, 0, func(b *builder) {
+			produce(b, OK, 1, "ak", false, 2)
+			b.final(1, 2, recs(1, 0, "x"))
+			produce(b, Unknown, -1, "x", false, 1)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := clean()
+			c.add(b)
+			h := b.r.History()
+			res := Check(h)
+			if got := res.Kinds(); !reflect.DeepEqual(got, c.want) || res.Stats.RetryDuplicates != c.retried {
+				t.Fatalf("want anomalies %v and %d retry duplicates, got %v and %d:\n%s", c.want, c.retried, got, res.Stats.RetryDuplicates, res.Report(h, 1))
+			}
+		})
+	}
+}

@@ -27,7 +27,9 @@
 // Kinds and what their fields mean:
 //
 //	produce          Value sent to Topic/Partition; when ok, Offset is the
-//	                 acknowledged offset (or -1 when the client does not say)
+//	                 acknowledged offset (or -1 when the client does not say);
+//	                 Idempotent, the producer's idempotence; Attempts, the
+//	                 Produce requests that carried it (retries included)
 //	poll             Records a consumer received, in the order received
 //	assign           the consumer's position was (re)set: Offsets name the
 //	                 partitions and the offset it starts at (-1 unknown);
@@ -62,14 +64,21 @@
 //
 // # Anomalies (Check)
 //
-// Values are unique: a workload never produces one value twice. Check
+// Values are unique: a workload never produces one value twice, but to
+// retry a produce whose outcome it did not learn. Check
 // reports each anomaly with the ids of the operations that show it:
 //
 //	lost             an ok produce whose value a final-read (begun after
 //	                 the produce ended and covering its partition and
 //	                 acknowledged offset) does not contain
-//	duplicate        one value at two positions (topic, partition, offset)
-//	                 in any reads or acknowledgements
+//	duplicate        one value at more positions (topic, partition, offset),
+//	                 in any reads or acknowledgements, than its produces
+//	                 allow: one if any produce of it was idempotent (the
+//	                 broker appends a retried batch once); else one per
+//	                 Produce request that carried it (a non-idempotent
+//	                 producer whose acknowledgement was lost and that sent
+//	                 the value again may have it appended twice: Kafka's
+//	                 semantics, counted in Stats.RetryDuplicates)
 //	inconsistent     one position holding two values across reads and
 //	                 acknowledgements
 //	nonmonotonic     a poll sequence (one process, one partition, since its
@@ -83,7 +92,8 @@
 //	commit-backwards a group's committed offset of a partition observed
 //	                 (by ok commit or fetch-committed) lower than one
 //	                 observed by an operation that ended before it began
-//	load-duplicate   a value loaded into the warehouse more than once
+//	load-duplicate   a value loaded into the warehouse more than once from
+//	                 one position, or from more positions than it may hold
 //	load-lost        an ok produce whose acknowledged offset lies in a
 //	                 load-read's Ranges but whose value it does not hold
 //	load-incomplete  an ok produce that ended before a load-read began,
@@ -93,7 +103,11 @@
 //	                 would pass, as nothing committed could be missing
 //
 // Produces of unknown outcome may be present or absent anywhere, but never
-// twice: duplicate and load-duplicate apply to them as to ok ones. A
+// more often than they were sent: duplicate and load-duplicate apply to
+// them as to ok ones. A lost acknowledged write has no such allowance:
+// whatever the producer's acks or idempotence, an ok produce is lost when a
+// final read lacks it (a scenario whose promise is weaker, a power loss
+// without flush.messages=1, filters the anomalies it allows itself). A
 // produce that failed must not be read (phantom). Reads of the unknown are
 // fine.
 //

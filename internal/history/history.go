@@ -91,11 +91,24 @@ type Op struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	Value     string `json:"value,omitempty"`
+	// Idempotent says a produce's producer was idempotent (or
+	// transactional): the broker appends a retried batch of it once, so
+	// its value is in the log at most once however often it was sent.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// Attempts is how many Produce requests carried a produce's value,
+	// the client's own retries included; 0 when the client did not count
+	// (taken as one).
+	Attempts int `json:"attempts,omitempty"`
 
 	// Records are what a poll, final-read or load-read saw.
 	Records []Record `json:"records,omitempty"`
 	// Group is a commit's or fetch-committed's consumer group.
 	Group string `json:"group,omitempty"`
+	// Member and Generation are the group member id and generation a
+	// group consumer's poll was made in, or its commit was sent with
+	// (empty and 0 when not known).
+	Member     string `json:"member,omitempty"`
+	Generation int32  `json:"generation,omitempty"`
 	// Offsets are an assign's starting positions or a group's committed
 	// offsets.
 	Offsets []Offset `json:"offsets,omitempty"`

@@ -37,12 +37,21 @@ func (op Op) String() string {
 	if op.Group != "" {
 		fmt.Fprintf(&b, " group=%s", op.Group)
 	}
+	if op.Member != "" {
+		fmt.Fprintf(&b, " member=%s gen=%d", op.Member, op.Generation)
+	}
 	if op.Kind == Produce {
 		fmt.Fprintf(&b, " %s/%d", op.Topic, op.Partition)
 		if op.Offset >= 0 {
 			fmt.Fprintf(&b, "@%d", op.Offset)
 		}
 		fmt.Fprintf(&b, " %q", op.Value)
+		if op.Idempotent {
+			b.WriteString(" idempotent")
+		}
+		if op.Attempts > 1 {
+			fmt.Fprintf(&b, " sent=%d", op.Attempts)
+		}
 	}
 	for i, o := range op.Offsets {
 		if i == maxShown {

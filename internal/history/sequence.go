@@ -178,10 +178,14 @@ func (x *index) loads() []Anomaly {
 			}
 		}
 		set := valueSet(l)
+		at := loadedPositions(l, set)
 		for _, v := range sortedKeys(set) {
-			if set[v] > 1 {
+			// Loaded once per position it holds in the log: a value a
+			// non-idempotent producer's retry appended twice is two
+			// records, each loaded once.
+			if set[v] > 1 && (set[v] > at[v] || at[v] > x.maxCopies(v)) {
 				out = append(out, Anomaly{Kind: LoadDuplicate, Ops: sortedIDs(append([]int{l.ID}, x.produces[v]...)...),
-					Detail: fmt.Sprintf("value %q loaded %d times (load-read op %d)", v, set[v], l.ID)})
+					Detail: fmt.Sprintf("value %q loaded %d times from %d positions (load-read op %d)", v, set[v], at[v], l.ID)})
 			}
 		}
 		var lost []*Op
@@ -197,6 +201,26 @@ func (x *index) loads() []Anomaly {
 			out = append(out, Anomaly{Kind: LoadLost, Ops: sortedIDs(p.ID, l.ID),
 				Detail: fmt.Sprintf("value %q acknowledged at %s lies in the loaded range but load-read op %d lacks it", p.Value, position{p.Topic, p.Partition, p.Offset}, l.ID)})
 		}
+	}
+	return out
+}
+
+// loadedPositions counts, for each value set says a load-read l holds more
+// than once, the positions (partition, offset) it was loaded from.
+func loadedPositions(l *Op, set map[string]int) map[string]int {
+	seen := map[string]map[position]bool{}
+	for _, r := range l.Records {
+		if set[r.Value] < 2 {
+			continue
+		}
+		if seen[r.Value] == nil {
+			seen[r.Value] = map[position]bool{}
+		}
+		seen[r.Value][position{r.Topic, r.Partition, r.Offset}] = true
+	}
+	out := make(map[string]int, len(seen))
+	for v, ps := range seen {
+		out[v] = len(ps)
 	}
 	return out
 }

@@ -78,7 +78,8 @@ func TxnCheck(h History) Result {
 				off = -1
 			}
 			flat = append(flat, Op{ID: len(flat), Process: op.Process, Kind: Produce, Outcome: out, Start: op.Start, End: op.End,
-				Topic: r.Topic, Partition: r.Partition, Offset: off, Value: r.Value, Error: op.Error})
+				Topic: r.Topic, Partition: r.Partition, Offset: off, Value: r.Value, Error: op.Error,
+				Idempotent: true}) // a transactional producer is idempotent
 			orig = append(orig, i)
 		}
 	}

@@ -36,6 +36,11 @@
 // loaded twice or lost from a committed range: what is lost is progress,
 // which the checker judges through a load-read's Want (load-incomplete:
 // an acknowledged record the loads were waited for and never committed).
+//
+// Fault hooks that a test arms in a broker process it starts are behind
+// the same tag (Built): broker/server's CrashAfterMarkersEnv (the process
+// kills itself before its n+1th transaction marker) is read only by a
+// tagged binary (testdata/harness/kafka's MutationSluiceBinary builds one).
 package mutate
 
 // EnvVar names the environment variable that lists the mutations on.

@@ -41,7 +41,9 @@ func groupMember() int {
 		NoRetention: true,
 		Until:       func(int) bool { return rec.Flush() != nil },
 		// a poll is one line of the node's log: kept well under its 1 MiB bound
-		Options: []kgo.Opt{kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+		// franz-go's group events (joins, errors) go to the node's log
+		Options: []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)),
+			kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
 			kgo.RebalanceTimeout(5 * time.Second), kgo.FetchMaxBytes(64 << 10), kgo.FetchMaxPartitionBytes(64 << 10)},
 	})
 	if err == nil {

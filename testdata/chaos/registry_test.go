@@ -79,7 +79,9 @@ func schemaText(name string) string {
 
 // registerSchemas registers schemas S<p>_<i> under subjects of their own at
 // url until ctx ends; a registration whose answer was lost is retried
-// until it gets one, as a client must.
+// until it gets one, as a client must. A registration is idempotent (the
+// registry answers a schema registered again with its id), so its produces
+// say so: a schema under two ids is a duplicate however often it was sent.
 func registerSchemas(ctx context.Context, rec *history.Recorder, url string, p int) {
 	cl, err := sr.NewClient(sr.URLs(url))
 	if err != nil {
@@ -93,10 +95,10 @@ func registerSchemas(ctx context.Context, rec *history.Recorder, url string, p i
 			ss, err := cl.CreateSchema(rctx, "subject-"+name, sr.Schema{Schema: schemaText(name)})
 			cancel()
 			if err == nil {
-				op.Complete(history.Op{Outcome: history.OK, Topic: idTopic, Offset: int64(ss.ID), Value: name})
+				op.Complete(history.Op{Outcome: history.OK, Topic: idTopic, Offset: int64(ss.ID), Value: name, Idempotent: true})
 				break
 			}
-			op.Complete(history.Op{Outcome: history.Unknown, Topic: idTopic, Offset: -1, Value: name, Error: err.Error()})
+			op.Complete(history.Op{Outcome: history.Unknown, Topic: idTopic, Offset: -1, Value: name, Idempotent: true, Error: err.Error()})
 		}
 	}
 }

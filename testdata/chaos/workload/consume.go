@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/history"
 )
@@ -108,12 +110,27 @@ type GroupConfig struct {
 // every poll, and after each poll a commit of what it polled (rebalances
 // wait until that commit is done). It returns nil when stopped by Until or
 // ctx; the member leaves the group on return.
+//
+// A commit is sent only under the group session (member id and
+// generation) its records were polled in; otherwise it is refused before
+// it is sent (ErrSessionChanged, recorded as failed). Kafka's coordinator
+// checks a commit's member id and generation, not that the member owns the
+// partitions it commits, and franz-go may send a commit under a session
+// begun after the poll: an OffsetCommit answered UNKNOWN_MEMBER_ID makes it
+// rejoin at once, as a new member, without dropping the partitions it
+// held, so its next poll returns records of a partition another member
+// now owns, and their commit, held until the rejoin completes, goes out
+// under the new member id and generation, which the coordinator accepts —
+// moving the group's offset back below the new owner's.
 func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) error {
 	var fetchInv history.Pending
+	var synced session // the session of the last completed join and sync
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Bootstrap...), kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200 * time.Millisecond),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+		// called after every sync, with what it added (perhaps nothing)
+		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, _ map[string][]int32) {
+			synced.set(cl.GroupMetadata())
 			fetchInv = rec.Invoke(cfg.Process, history.FetchCommitted)
 		}),
 		kgo.AdjustFetchOffsetsFn(func(_ context.Context, m map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
@@ -152,17 +169,49 @@ func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) e
 		fs := pollOnce(ctx, cl)
 		rs := pollRecords(fs)
 		if len(rs) > 0 {
-			inv.Complete(history.Op{Outcome: history.OK, Records: rs})
+			in := synced.get()
+			inv.Complete(history.Op{Outcome: history.OK, Records: rs, Member: in.member, Generation: in.generation})
 			polled += len(rs)
-			commitPolled(ctx, rec, cl, cfg, fs)
+			commitPolled(ctx, rec, cl, cfg, fs, in)
 		}
 		cl.AllowRebalance()
 	}
 	return nil
 }
 
-// commitPolled commits the offsets after the records of fs and records it.
-func commitPolled(ctx context.Context, rec *history.Recorder, cl *kgo.Client, cfg GroupConfig, fs kgo.Fetches) {
+// ErrSessionChanged refuses a commit whose client would send it under
+// another group session than the one its records were polled in.
+var ErrSessionChanged = errors.New("workload: the group session changed since the poll: the commit was not sent")
+
+// session is a group member id and generation.
+type session struct {
+	mu         sync.Mutex // guards the fields below
+	member     string
+	generation int32
+}
+
+func (s *session) set(member string, generation int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.member, s.generation = member, generation
+}
+
+// sessionID is a session's value.
+type sessionID struct {
+	member     string
+	generation int32
+}
+
+func (s *session) get() sessionID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sessionID{s.member, s.generation}
+}
+
+// commitPolled commits the offsets after the records of fs, polled in
+// session in, and records it: refused (ErrSessionChanged) if the client
+// would send it under another session.
+func commitPolled(ctx context.Context, rec *history.Recorder, cl *kgo.Client, cfg GroupConfig, fs kgo.Fetches, in sessionID) {
 	type partition struct {
 		topic string
 		id    int32
@@ -178,8 +227,15 @@ func commitPolled(ctx context.Context, rec *history.Recorder, cl *kgo.Client, cf
 		offs = append(offs, history.Offset{Topic: k.topic, Partition: k.id, Offset: o})
 	}
 	inv := rec.Invoke(cfg.Process, history.Commit)
-	err := cl.CommitRecords(ctx, recs...)
-	op := history.Op{Outcome: history.OK, Group: cfg.Group, Offsets: offs}
+	var sent sessionID // set by franz-go just before it sends the commit
+	err := cl.CommitRecords(kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		sent = sessionID{req.MemberID, req.Generation}
+		if sent != in {
+			return fmt.Errorf("%w (polled as %s in generation %d, to be sent as %s in %d)", ErrSessionChanged, in.member, in.generation, sent.member, sent.generation)
+		}
+		return nil
+	}), recs...)
+	op := history.Op{Outcome: history.OK, Group: cfg.Group, Offsets: offs, Member: sent.member, Generation: sent.generation}
 	if err != nil {
 		op.Outcome, op.Error = CommitOutcome(err), err.Error()
 	}
@@ -187,10 +243,10 @@ func commitPolled(ctx context.Context, rec *history.Recorder, cl *kgo.Client, cf
 }
 
 // CommitOutcome classifies a commit error: fail when the coordinator
-// refused the member's generation (the commit was not applied), unknown
-// otherwise.
+// refused the member's generation or the commit was never sent
+// (ErrSessionChanged), so it was not applied; unknown otherwise.
 func CommitOutcome(err error) history.Outcome {
-	for _, refused := range []error{kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.RebalanceInProgress, kerr.FencedInstanceID} {
+	for _, refused := range []error{kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.RebalanceInProgress, kerr.FencedInstanceID, ErrSessionChanged} {
 		if errors.Is(err, refused) {
 			return history.Fail
 		}

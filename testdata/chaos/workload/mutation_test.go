@@ -163,7 +163,7 @@ func retriedBatch(t *testing.T) history.History {
 			t.Fatalf("send %d: %v", try+1, err)
 		}
 	}
-	inv.Complete(history.Op{Outcome: history.OK, Topic: topic, Partition: 0, Offset: off, Value: value})
+	inv.Complete(history.Op{Outcome: history.OK, Topic: topic, Partition: 0, Offset: off, Value: value, Idempotent: true, Attempts: 2})
 	if _, err := FinalRead(ctx, rec, 2, addr, topic); err != nil {
 		t.Fatal(err)
 	}

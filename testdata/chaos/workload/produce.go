@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/history"
 )
@@ -51,12 +53,31 @@ type ProducerConfig struct {
 	Options []kgo.Opt
 }
 
-// Producer produces unique values one at a time, recording each.
+// Producer produces unique values one at a time, recording each with
+// the producer's idempotence and the Produce requests that carried it.
 type Producer struct {
-	cfg ProducerConfig
-	rec *history.Recorder
-	cl  *kgo.Client
-	n   int
+	cfg        ProducerConfig
+	rec        *history.Recorder
+	cl         *kgo.Client
+	n          int
+	idempotent bool
+	sent       *produceWrites
+}
+
+// produceWrites counts the Produce requests a client wrote to a broker
+// (kgo.HookBrokerWrite). A Producer has one record in flight at a time,
+// so the requests written while it produces a value are that value's
+// sends: the first and every retry the client made of it.
+type produceWrites struct{ n atomic.Int64 }
+
+var _ kgo.HookBrokerWrite = (*produceWrites)(nil)
+
+// OnBrokerWrite counts a Produce request any of whose bytes were written:
+// the broker may have read and appended it.
+func (w *produceWrites) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, written int, _, _ time.Duration, _ error) {
+	if key == kmsg.Produce.Int16() && written > 0 {
+		w.n.Add(1)
+	}
 }
 
 // NewProducer connects a producer; Close releases it.
@@ -70,8 +91,9 @@ func NewProducer(rec *history.Recorder, cfg ProducerConfig) (*Producer, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	sent := &produceWrites{}
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Bootstrap...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(cfg.Timeout), kgo.ProducerLinger(0)}
+		kgo.RecordDeliveryTimeout(cfg.Timeout), kgo.ProducerLinger(0), kgo.WithHooks(sent)}
 	switch {
 	case cfg.Acks == AcksLeader:
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -84,7 +106,7 @@ func NewProducer(rec *history.Recorder, cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: producer: %w", err)
 	}
-	return &Producer{cfg: cfg, rec: rec, cl: cl}, nil
+	return &Producer{cfg: cfg, rec: rec, cl: cl, sent: sent, idempotent: cfg.Acks == AcksAll && cfg.Idempotent}, nil
 }
 
 // Close closes the client.
@@ -103,8 +125,10 @@ func (p *Producer) Produce(ctx context.Context) history.Op {
 		raw = p.cfg.Encode(v)
 	}
 	r := &kgo.Record{Topic: p.cfg.Topic, Partition: part, Value: raw}
+	before := p.sent.n.Load()
 	err := p.cl.ProduceSync(ctx, r).FirstErr()
-	op := history.Op{Outcome: history.OK, Topic: p.cfg.Topic, Partition: part, Offset: r.Offset, Value: v}
+	op := history.Op{Outcome: history.OK, Topic: p.cfg.Topic, Partition: part, Offset: r.Offset, Value: v,
+		Idempotent: p.idempotent, Attempts: int(p.sent.n.Load() - before)}
 	if err != nil {
 		op.Outcome, op.Offset, op.Error = ProduceOutcome(err), -1, err.Error()
 	}

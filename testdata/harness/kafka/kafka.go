@@ -278,8 +278,7 @@ var shared struct {
 	kafka   *Kafka
 	err     error
 	dir     string
-	bin     string
-	binErr  error
+	bins    map[string]builtBinary // sluice binaries by build tags
 	cleanup []func()
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,18 +21,52 @@ import (
 // binary is built with -race too, so broker data races fail loudly.
 func SluiceBinary(t testing.TB) string {
 	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.binErr == nil && shared.bin == "" {
-		shared.bin, shared.binErr = buildSluice()
-	}
-	if shared.binErr != nil {
-		t.Fatal(shared.binErr)
-	}
-	return shared.bin
+	return sluiceBinary(t, BuildTags())
 }
 
-func buildSluice() (string, error) {
+// MutationTag is the build tag under which sluice's test hooks can be
+// switched on (internal/mutate): a binary built without it ignores them.
+const MutationTag = "sluice_mutation"
+
+// MutationSluiceBinary is SluiceBinary built with MutationTag added to the
+// test binary's tags, for a test that switches a hook on in the broker
+// process (SLUICE_MUTATE, or a crash hook such as
+// server.CrashAfterMarkersEnv). Built once per test binary.
+func MutationSluiceBinary(t testing.TB) string {
+	t.Helper()
+	tags := BuildTags()
+	if !slices.Contains(strings.Split(tags, ","), MutationTag) {
+		tags = strings.Trim(tags+","+MutationTag, ",")
+	}
+	return sluiceBinary(t, tags)
+}
+
+// sluiceBinary builds ./cmd/sluice with tags once per test binary.
+func sluiceBinary(t testing.TB, tags string) string {
+	t.Helper()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	b, ok := shared.bins[tags]
+	if !ok {
+		b.path, b.err = buildSluice(tags)
+		if shared.bins == nil {
+			shared.bins = map[string]builtBinary{}
+		}
+		shared.bins[tags] = b
+	}
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// builtBinary is a sluice binary built for one set of tags, or why not.
+type builtBinary struct {
+	path string
+	err  error
+}
+
+func buildSluice(tags string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -43,7 +78,7 @@ func buildSluice() (string, error) {
 	shared.cleanup = append(shared.cleanup, func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "sluice")
 	args := []string{"build", "-o", bin}
-	if tags := BuildTags(); tags != "" {
+	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
 	if raceEnabled {
@@ -74,7 +109,13 @@ type Sluice struct {
 // is stopped at test cleanup.
 func StartSluice(t testing.TB, args ...string) *Sluice {
 	t.Helper()
-	s := &Sluice{DataDir: t.TempDir(), Args: args, bin: SluiceBinary(t)}
+	return StartSluiceBinary(t, SluiceBinary(t), args...)
+}
+
+// StartSluiceBinary is StartSluice running bin (MutationSluiceBinary, say).
+func StartSluiceBinary(t testing.TB, bin string, args ...string) *Sluice {
+	t.Helper()
+	s := &Sluice{DataDir: t.TempDir(), Args: args, bin: bin}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
