@@ -10,8 +10,6 @@ import (
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
-// runSluiceIn runs one sluice command in process and returns its stdout and
-// error.
 // The tools against a secured Apache Kafka 4.1: SASL_SSL with
 // SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN, SSL with a client certificate
 // (mTLS), a Kafka client properties file; and each way of getting it wrong
