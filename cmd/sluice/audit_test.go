@@ -19,6 +19,8 @@ import (
 )
 
 // runSluiceIn runs the sluice command line in this process with stdin.
+// runSluiceIn runs one sluice command in process and returns its stdout;
+// a failure's error carries what the command wrote to stderr.
 func runSluiceIn(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	root := newRootCommand()
@@ -28,8 +30,8 @@ func runSluiceIn(t *testing.T, stdin string, args ...string) (string, error) {
 	root.SetErr(&errOut)
 	root.SetIn(strings.NewReader(stdin))
 	err := root.Execute()
-	if err != nil {
-		err = fmt.Errorf("sluice %s: %w\n%s", strings.Join(args, " "), err, errOut.String())
+	if err != nil && errOut.Len() > 0 {
+		err = fmt.Errorf("%w\n%s", err, errOut.String())
 	}
 	return out.String(), err
 }
