@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -68,7 +69,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	commit(t, store, part, 0, 0, day(1, 10), day(1, 23), day(3, 1), day(4, 2))
 	commit(t, store, part, 1, 0, day(1, 5), day(2, 6))
 	pos := []PartitionPosition{{Topic: "t", Partition: 0, Loaded: 0, HighWatermark: 4}, {Topic: "t", Partition: 1, Loaded: 0, HighWatermark: 10}}
-	marked, err := c.check(pos, day(4, 3), map[string]bool{"t/0": true}, "r1", day(4, 3))
+	marked, err := c.check(context.Background(), pos, day(4, 3), map[string]bool{"t/0": true}, "r1", day(4, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	// planning time minus the lateness is complete, the empty Dec 3 included
 	// for partition 1, and Dec 3 has partition 0's record.
 	commit(t, store, part, 1, 2, day(2, 7), day(2, 8), day(2, 9), day(2, 10), day(2, 11), day(2, 12), day(2, 13), day(2, 14))
-	marked, err = c.check(pos, day(5, 0).Add(30*time.Minute), map[string]bool{"t/0": true, "t/1": true}, "r2", day(5, 0))
+	marked, err = c.check(context.Background(), pos, day(5, 0).Add(30*time.Minute), map[string]bool{"t/0": true, "t/1": true}, "r2", day(5, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	}
 	// A late record for Dec 2 (already marked): counted late, not re-marked.
 	commit(t, store, part, 0, 4, day(2, 20))
-	if _, err := c.check(pos, day(5, 3), map[string]bool{"t/0": true, "t/1": true}, "r3", day(5, 3)); err != nil {
+	if _, err := c.check(context.Background(), pos, day(5, 3), map[string]bool{"t/0": true, "t/1": true}, "r3", day(5, 3)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.load()
