@@ -157,16 +157,10 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	if err := l.checkFixedSchema(); err != nil {
 		return nil, err
 	}
-	sec, err := spec.KafkaSecurity()
+	kopts, err := spec.SourceClientOptions()
 	if err != nil {
 		return nil, err
 	}
-	secOpts, err := sec.Options()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, securityFieldName))
-	}
-	kopts := append([]kgo.Opt{kgo.SeedBrokers(spec.Source.Bootstrap...)}, inputformat.ClientOptions()...)
-	kopts = append(kopts, secOpts...)
 	if l.kcl, err = kgo.NewClient(append(kopts, opts.KafkaOptions...)...); err != nil {
 		return nil, fmt.Errorf("jobs: source client: %w", err)
 	}
@@ -180,6 +174,23 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	}
 	l.store = writers.NewStore(l.fs, opts.Store)
 	return l, nil
+}
+
+// SourceClientOptions are the franz-go options of a client of the job's
+// source cluster: its bootstrap brokers, the loader's client settings and
+// source.security. The loader's client is made of them, and so is every
+// other client of the source (the scheduler's reader of _audit).
+func (s *Spec) SourceClientOptions() ([]kgo.Opt, error) {
+	sec, err := s.KafkaSecurity()
+	if err != nil {
+		return nil, err
+	}
+	secOpts, err := sec.Options()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, securityFieldName))
+	}
+	kopts := append([]kgo.Opt{kgo.SeedBrokers(s.Source.Bootstrap...)}, inputformat.ClientOptions()...)
+	return append(kopts, secOpts...), nil
 }
 
 // Close releases the source client and the output file system (not one

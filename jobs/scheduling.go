@@ -24,6 +24,20 @@ func (s *Spec) Lateness() time.Duration {
 	return d
 }
 
+// The values of complete_when.
+const (
+	CompleteLoaded = "loaded" // every partition loaded past the directory's end (the default)
+	CompleteAudit  = "audit"  // that, and the loaded count balances the producer tier's
+)
+
+// CompleteRule returns complete_when, CompleteLoaded when unset.
+func (s *Spec) CompleteRule() string {
+	if s.CompleteWhen == "" {
+		return CompleteLoaded
+	}
+	return s.CompleteWhen
+}
+
 // Bounds of the scheduler's keys: beyond them a value is a mistake.
 const (
 	maxRetryAttempts   = 100
@@ -39,6 +53,15 @@ func (s *Spec) validateScheduling(bad badFunc) error {
 		if _, err := ParseSchedule(s.Schedule, s.minInterval); err != nil {
 			return err
 		}
+	}
+	switch s.CompleteWhen {
+	case "", CompleteLoaded:
+	case CompleteAudit:
+		if s.Partition.By == "none" {
+			return bad("complete_when", "audit marks time directories complete: it needs partition.by hour or day, not none")
+		}
+	default:
+		return bad("complete_when", "%q: want %s (the default) or %s", s.CompleteWhen, CompleteLoaded, CompleteAudit)
 	}
 	if s.Retry.MaxAttempts < 0 || s.Retry.MaxAttempts > maxRetryAttempts {
 		return bad("retry.max_attempts", "%d: must be 1 to %d (0 means the default, 3)", s.Retry.MaxAttempts, maxRetryAttempts)

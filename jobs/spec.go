@@ -42,6 +42,12 @@ type Spec struct {
 	// AllowedLateness is how long after a time directory's end its records
 	// may still arrive; the scheduler writes _SUCCESS only after it ("10m").
 	AllowedLateness string `yaml:"allowed_lateness"`
+	// CompleteWhen is when the scheduler marks a time directory complete:
+	// "loaded" (the default: every partition's loaded position passed its
+	// end plus the lateness) or "audit" (that, and the directory's loaded
+	// count equals the producer tier's count in _audit; see
+	// scheduler/complete.go). It does not change what a run writes.
+	CompleteWhen string `yaml:"complete_when" json:"-"`
 
 	// dir is the directory of the spec file: relative paths start there.
 	dir string

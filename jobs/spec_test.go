@@ -313,6 +313,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		c(`schedule: "@hourly"`, "retry: {backoff: 10s, max_backoff: 1s}", `retry.max_backoff: "1s" is shorter than retry.backoff "10s"`),
 		c(`schedule: "@hourly"`, "allowed_lateness: 87600h", `allowed_lateness: "87600h" is longer than 720h0m0s`),
 		c(`schedule: "@hourly"`, "allowed_lateness: 1.5", `allowed_lateness: "1.5" is not a duration`),
+		c(`schedule: "@hourly"`, "complete_when: balanced", `complete_when: "balanced": want loaded (the default) or audit`),
 	}
 	named := map[string]bool{}
 	for _, c := range cases {

@@ -1,16 +1,19 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
@@ -36,6 +39,20 @@ import (
 // _SUCCESS (the Hadoop convention); every directory from the first one
 // loaded onwards is marked, an empty hour included (created with records
 // 0), so that downstream jobs waiting for an hour never wait forever.
+//
+// complete_when: audit adds a condition: a directory past that rule is
+// marked only when, for every topic of the job, the load tier's count of
+// the directory's time range (from the committed manifests: loaded plus
+// filtered by where, audit.LoadCounts) equals the producer tier's count in
+// _audit (AuditSource.ProducerCounts), summing the windows that start
+// inside the range; a window that straddles the range's edge leaves it
+// undecided. Until then the directory is held (completeState.Held) and
+// checked again at every run, while the directories after it are decided
+// on their own. Both tiers count by record timestamp: with a
+// partition.time_field other than @timestamp, the range compared is the
+// directory's time range by record timestamp. Each check reads the job's
+// manifests (audit.LoadCounts) and the _audit topic whole: its cost grows
+// with the job's commits and the producers' windows.
 
 const (
 	// SuccessMarker is the Hadoop convention's marker file name (empty).
@@ -44,6 +61,11 @@ const (
 	SuccessInfo = "_SUCCESS.json"
 	// maxMarksPerCheck bounds the directories one check may mark.
 	maxMarksPerCheck = 24 * 62
+	// maxHeld bounds the directories held for the audit: at it, no later
+	// directory is decided until a held one balances.
+	maxHeld = 24 * 62
+	// auditTimeout bounds one check's read of the _audit topic.
+	auditTimeout = time.Minute
 )
 
 // completeState is the persisted completeness state of one job.
@@ -57,8 +79,12 @@ type completeState struct {
 	Newest map[string]time.Time `json:"newest"`
 	// Pending: records per time directory not yet marked.
 	Pending map[string]int64 `json:"pending"`
-	// MarkedThrough is the end of the last marked directory (zero: none).
+	// MarkedThrough is the end of the last directory decided: marked, or
+	// held for the audit (zero: none).
 	MarkedThrough time.Time `json:"marked_through,omitzero"`
+	// Held are the directories past the loaded rule that wait for the
+	// audit to balance (complete_when: audit), oldest first.
+	Held []string `json:"held,omitempty"`
 	// Late counts records that arrived for directories already marked.
 	Late int64 `json:"late,omitempty"`
 }
@@ -82,6 +108,83 @@ type completeness struct {
 	store *writers.Store // the job's commits on fs
 	job   Job
 	log   *slog.Logger
+	// audit reads the producer tier (complete_when: audit; nil otherwise).
+	audit AuditSource
+	// report is the last check's audit balanced per window (for the
+	// metrics; nil when the job does not wait for the audit).
+	report *audit.Report
+}
+
+// auditBooks are the two tiers a complete_when: audit check compares.
+type auditBooks struct {
+	topics   []string
+	producer []audit.Count
+	load     audit.Load
+}
+
+// readBooks reads the producer tier from _audit and the load tier from the
+// job's committed manifests.
+func (c *completeness) readBooks(ctx context.Context, topics []string) (*auditBooks, error) {
+	if c.audit == nil {
+		return nil, fmt.Errorf("%w: %s: complete_when: audit, but the engine cannot read the audit", ErrJob, c.job.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
+	defer cancel()
+	producer, err := c.audit.ProducerCounts(ctx, c.job)
+	if err != nil {
+		return nil, err
+	}
+	load, err := audit.LoadCounts(c.store, c.job.Name, topics)
+	if err != nil {
+		return nil, err
+	}
+	return &auditBooks{topics: topics, producer: producer, load: load}, nil
+}
+
+// balanced reports whether every topic's load tier holds the producer
+// tier's count of [start, end), and the two totals.
+func (b *auditBooks) balanced(start, end time.Time) (produced, loaded int64, ok bool) {
+	s, e := start.UnixMilli(), end.UnixMilli()
+	ok = true
+	sum := func(cs []audit.Count, n func(audit.Count) int64) map[string]int64 {
+		out := map[string]int64{}
+		for _, c := range cs {
+			if c.WindowStart < 0 || c.WindowStart+c.WindowMs <= s || c.WindowStart >= e {
+				continue // untimestamped, or outside the range
+			}
+			if c.WindowStart < s || c.WindowStart+c.WindowMs > e {
+				ok = false // straddles the range's edge: not decidable
+			}
+			out[c.Topic] += n(c)
+		}
+		return out
+	}
+	p := sum(b.producer, func(c audit.Count) int64 { return c.Messages })
+	l := sum(b.load.Counts, audit.Count.Accounted)
+	for _, t := range b.topics {
+		produced += p[t]
+		loaded += l[t]
+		if p[t] != l[t] {
+			ok = false
+		}
+	}
+	return produced, loaded, ok
+}
+
+// balance is the books per window, as `sluice audit` shows them, in
+// windows of the widest width counted.
+func (b *auditBooks) balance(lateness time.Duration, now time.Time) (*audit.Report, error) {
+	var widest int64
+	for _, cs := range [][]audit.Count{b.producer, b.load.Counts} {
+		for _, c := range cs {
+			widest = max(widest, c.WindowMs)
+		}
+	}
+	window := audit.DefaultWindow
+	if widest > 0 {
+		window = time.Duration(widest) * time.Millisecond
+	}
+	return audit.Balance(b.producer, &b.load, audit.Options{Window: window, Lateness: lateness, Now: now})
 }
 
 func (c *completeness) load() (*completeState, error) {
@@ -198,7 +301,7 @@ func (c *completeness) count(st *completeState, key, topic string, partition int
 // directories that became complete. positions are those the run planned
 // with, plannedAt its planning time, succeeded whether every task of the
 // run committed. It returns the directories marked.
-func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time, succeeded map[string]bool, run string, now time.Time) ([]string, error) {
+func (c *completeness) check(ctx context.Context, positions []PartitionPosition, plannedAt time.Time, succeeded map[string]bool, run string, now time.Time) ([]string, error) {
 	if c.job.Partition.By == "none" || len(positions) == 0 {
 		return nil, nil
 	}
@@ -225,6 +328,21 @@ func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time,
 		}
 	}
 	boundary = boundary.Add(-c.job.AllowedLateness)
+	var books *auditBooks
+	if c.job.CompleteWhen == jobs.CompleteAudit {
+		var topics []string
+		for _, p := range positions {
+			if !slices.Contains(topics, p.Topic) {
+				topics = append(topics, p.Topic)
+			}
+		}
+		if books, err = c.readBooks(ctx, topics); err != nil {
+			return nil, fmt.Errorf("scheduler: completeness of %s: the audit: %w", c.job.Name, err)
+		}
+		if c.report, err = books.balance(c.job.AllowedLateness, now); err != nil {
+			c.log.Warn("the audit's windows do not balance as one book; no audit metrics", "job", c.job.Name, "err", err)
+		}
+	}
 
 	// The first directory to consider: after the last marked one, or the
 	// oldest pending one.
@@ -234,7 +352,14 @@ func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time,
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
+	held := map[string]bool{}
+	for _, d := range st.Held {
+		held[d] = true
+	}
 	for _, d := range dirs {
+		if held[d] {
+			continue // decided, waiting for the audit: its records still count
+		}
 		s, _, _ := c.dirRange(d)
 		if !st.MarkedThrough.IsZero() && s.Before(st.MarkedThrough) {
 			c.log.Warn("late records for a directory already marked complete", "job", c.job.Name, "dir", d, "records", st.Pending[d])
@@ -247,11 +372,46 @@ func (c *completeness) check(positions []PartitionPosition, plannedAt time.Time,
 		}
 	}
 	var marked []string
+	// The directories held for the audit first (all of them, when the job
+	// no longer waits for it).
+	var still []string
+	for _, d := range st.Held {
+		s, end, ok := c.dirRange(d)
+		if !ok {
+			continue
+		}
+		if books != nil {
+			if _, _, balanced := books.balanced(s, end); !balanced || len(marked) >= maxMarksPerCheck {
+				still = append(still, d)
+				continue
+			}
+		}
+		if err := c.mark(d, s, end, st.Pending[d], run, now); err != nil {
+			return marked, err
+		}
+		delete(st.Pending, d)
+		marked = append(marked, d)
+	}
+	st.Held = still
 	for t := from; !t.IsZero() && len(marked) < maxMarksPerCheck; {
 		d := c.dirName(t)
 		s, end, ok := c.dirRange(d)
 		if !ok || end.After(boundary) {
 			break
+		}
+		if books != nil {
+			if produced, loaded, balanced := books.balanced(s, end); !balanced {
+				if len(st.Held) >= maxHeld {
+					c.log.Warn("too many directories wait for the audit; later ones wait to be decided", "job", c.job.Name, "held", len(st.Held), "dir", d)
+					break
+				}
+				c.log.Info("directory loaded but not balanced by the audit: _SUCCESS waits", "job", c.job.Name, "dir", d,
+					"produced", produced, "loaded", loaded)
+				st.Held = append(st.Held, d)
+				st.MarkedThrough = end
+				t = end
+				continue
+			}
 		}
 		if err := c.mark(d, s, end, st.Pending[d], run, now); err != nil {
 			return marked, err

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
 	"github.com/sluicehq/sluice/writers/filesystem"
@@ -68,7 +70,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	commit(t, store, part, 0, 0, day(1, 10), day(1, 23), day(3, 1), day(4, 2))
 	commit(t, store, part, 1, 0, day(1, 5), day(2, 6))
 	pos := []PartitionPosition{{Topic: "t", Partition: 0, Loaded: 0, HighWatermark: 4}, {Topic: "t", Partition: 1, Loaded: 0, HighWatermark: 10}}
-	marked, err := c.check(pos, day(4, 3), map[string]bool{"t/0": true}, "r1", day(4, 3))
+	marked, err := c.check(context.Background(), pos, day(4, 3), map[string]bool{"t/0": true}, "r1", day(4, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	// planning time minus the lateness is complete, the empty Dec 3 included
 	// for partition 1, and Dec 3 has partition 0's record.
 	commit(t, store, part, 1, 2, day(2, 7), day(2, 8), day(2, 9), day(2, 10), day(2, 11), day(2, 12), day(2, 13), day(2, 14))
-	marked, err = c.check(pos, day(5, 0).Add(30*time.Minute), map[string]bool{"t/0": true, "t/1": true}, "r2", day(5, 0))
+	marked, err = c.check(context.Background(), pos, day(5, 0).Add(30*time.Minute), map[string]bool{"t/0": true, "t/1": true}, "r2", day(5, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	}
 	// A late record for Dec 2 (already marked): counted late, not re-marked.
 	commit(t, store, part, 0, 4, day(2, 20))
-	if _, err := c.check(pos, day(5, 3), map[string]bool{"t/0": true, "t/1": true}, "r3", day(5, 3)); err != nil {
+	if _, err := c.check(context.Background(), pos, day(5, 3), map[string]bool{"t/0": true, "t/1": true}, "r3", day(5, 3)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.load()
@@ -114,5 +116,44 @@ func TestCompletenessDaysInZone(t *testing.T) {
 	}
 	if r, ok := marker(t, fs, "dt=2026-12-04"); !ok || r.Records != 1 || r.Run != "r3" {
 		t.Fatalf("Dec 4 at Dec 5 03:00: %v %+v", ok, r)
+	}
+}
+
+// The audit's hour rule: every topic's load tier (loaded + filtered) must
+// equal its producer tier over the windows starting in the hour; topics
+// do not make up for each other, untimestamped and outside windows do not
+// count, and a window crossing the hour's edge leaves the hour undecided.
+func TestAuditBooksBalanced(t *testing.T) {
+	h0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	h1 := h0.Add(time.Hour)
+	ms := func(tm time.Time) int64 { return tm.UnixMilli() }
+	prod := func(topic string, at time.Time, width time.Duration, n int64) audit.Count {
+		return audit.Count{Tier: audit.TierProducer, Topic: topic, WindowStart: ms(at), WindowMs: width.Milliseconds(), Messages: n}
+	}
+	load := func(topic string, at time.Time, loaded, filtered int64) audit.Count {
+		return audit.Count{Tier: audit.TierLoad, Topic: topic, WindowStart: ms(at), WindowMs: time.Minute.Milliseconds(), Messages: loaded, Filtered: filtered}
+	}
+	outside := []audit.Count{prod("a", h1, 10*time.Minute, 7), {Tier: audit.TierProducer, Topic: "a", WindowStart: -1, WindowMs: 600000, Messages: 9}}
+	for _, c := range []struct {
+		name     string
+		producer []audit.Count
+		load     []audit.Count
+		want     bool
+	}{
+		{"balanced, filtered records included", append([]audit.Count{prod("a", h0, 10*time.Minute, 5), prod("b", h0.Add(50*time.Minute), 10*time.Minute, 2)}, outside...),
+			[]audit.Count{load("a", h0, 3, 1), load("a", h0.Add(9*time.Minute), 1, 0), load("b", h0.Add(59*time.Minute), 2, 0)}, true},
+		{"one short", []audit.Count{prod("a", h0, 10*time.Minute, 5)}, []audit.Count{load("a", h0, 4, 0)}, false},
+		{"topics do not make up for each other", []audit.Count{prod("a", h0, 10*time.Minute, 5), prod("b", h0, 10*time.Minute, 5)},
+			[]audit.Count{load("a", h0, 6, 0), load("b", h0, 4, 0)}, false},
+		{"a window across the hour's end", []audit.Count{prod("a", h0.Add(56*time.Minute), 7*time.Minute, 3)},
+			[]audit.Count{load("a", h0.Add(56*time.Minute), 3, 0)}, false},
+		{"a window across the hour's start", []audit.Count{prod("a", h0.Add(-4*time.Minute), 7*time.Minute, 3)},
+			[]audit.Count{load("a", h0.Add(2*time.Minute), 0, 0)}, false},
+		{"empty hour", outside, nil, true},
+	} {
+		b := &auditBooks{topics: []string{"a", "b"}, producer: c.producer, load: audit.Load{Counts: c.load}}
+		if _, _, ok := b.balanced(h0, h1); ok != c.want {
+			t.Errorf("%s: balanced %v, want %v", c.name, ok, c.want)
+		}
 	}
 }

@@ -47,7 +47,8 @@
 //	_sluice/runs/<job>/<run id>.running.json      a run in flight (created exclusively)
 //	_sluice/runs/<job>/<run id>.json              an ended run (then .running is removed)
 //	_sluice/completeness/<job>/<seq %020d>.json   completeness state: manifest cursors,
-//	                                              pending counts, last marked directory
+//	                                              pending counts, last decided directory,
+//	                                              directories held for the audit
 //	dt=YYYY-MM-DD/hr=HH/_SUCCESS.json             {"records": n, "start", "end", "run", ...}
 //	dt=YYYY-MM-DD/hr=HH/_SUCCESS                  empty (the Hadoop convention); written after it
 //
@@ -73,6 +74,16 @@
 // empty ones included. Record counts are summed from the commit manifests,
 // read through the writers' store from a per-partition cursor
 // (writers.Store.CommitsFrom), never by listing the warehouse.
+//
+// A job with complete_when: audit also waits for the audit: a directory
+// past the rule above is marked only when its load tier's count (the
+// manifests' audit counts, audit.LoadCounts) equals the producer tier's in
+// _audit (read by the Engine, an AuditSource, with the job's client
+// settings); until then it is held in the state and checked again at each
+// run, and the directories after it are decided on their own. Such jobs
+// export sluice_audit_latest_balanced_window_seconds and
+// sluice_audit_unbalanced_windows per job and topic (audit.Balance of the
+// two tiers, by window).
 //
 // # Time
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/inputformat"
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
 )
@@ -45,6 +46,10 @@ type Job struct {
 	// AllowedLateness is how long after an hour's end records of that hour
 	// may still arrive; _SUCCESS waits for it.
 	AllowedLateness time.Duration
+	// CompleteWhen is jobs.CompleteLoaded (the default, "") or
+	// jobs.CompleteAudit: a directory is marked only when its loaded count
+	// also balances the producer tier's (the Engine must be an AuditSource).
+	CompleteWhen string
 	// Engine holds the engine's own parsed form of the spec.
 	Engine any
 }
@@ -141,6 +146,14 @@ type Locker interface {
 // reports what fails).
 type RunHolder interface {
 	HoldJob(ctx context.Context, job Job) (release func(), err error)
+}
+
+// An AuditSource is an Engine that reads the producer tier's counts of a
+// job's source cluster from its _audit topic (with the client settings the
+// job reads its topics with), for jobs with complete_when: audit.
+// LoaderEngine is one.
+type AuditSource interface {
+	ProducerCounts(ctx context.Context, job Job) ([]audit.Count, error)
 }
 
 // A ClockTaker is an Engine whose time can be the scheduler's: New hands

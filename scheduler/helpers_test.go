@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -95,6 +96,16 @@ func (f *faultEngine) RunTask(ctx context.Context, job scheduler.Job, task sched
 		return scheduler.TaskReport{}, fmt.Errorf("injected failure of attempt %d of %s", n, task)
 	}
 	return f.Engine.RunTask(ctx, job, task)
+}
+
+// ProducerCounts passes the audit's producer tier through (the wrapped
+// engine's, when it is an AuditSource).
+func (f *faultEngine) ProducerCounts(ctx context.Context, job scheduler.Job) ([]audit.Count, error) {
+	a, ok := f.Engine.(scheduler.AuditSource)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an AuditSource", f.Engine)
+	}
+	return a.ProducerCounts(ctx, job)
 }
 
 func (f *faultEngine) set(fn func(f *faultEngine)) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
@@ -183,7 +184,7 @@ func (e *LoaderEngine) ParseJob(path string, data []byte) (Job, error) {
 		return Job{}, err
 	}
 	job := Job{Name: spec.Name, Path: path, Spec: data, Schedule: spec.Schedule, Output: spec.OutputURI(),
-		AllowedLateness: spec.Lateness(), Engine: spec}
+		AllowedLateness: spec.Lateness(), CompleteWhen: spec.CompleteRule(), Engine: spec}
 	job.Retry.MaxAttempts = spec.Retry.MaxAttempts
 	job.Retry.Backoff, job.Retry.MaxBackoff = spec.Retry.Durations()
 	job.Partition.By = spec.Partition.By
@@ -264,6 +265,36 @@ func (e *LoaderEngine) RunTask(ctx context.Context, job Job, task Task) (TaskRep
 	out := TaskReport{Committed: rep.Won}
 	if rep.Won {
 		out.Records, out.Bytes = rep.RowsOut, rep.BytesOut
+	}
+	return out, nil
+}
+
+// ProducerCounts reads the producer tier's counts of the job's topics from
+// the _audit topic of its source cluster, with the job's client settings
+// (jobs.Spec.SourceClientOptions: bootstrap and source.security, then
+// Options.KafkaOptions, as the job's loader).
+func (e *LoaderEngine) ProducerCounts(ctx context.Context, job Job) ([]audit.Count, error) {
+	spec, err := loaderSpec(job)
+	if err != nil {
+		return nil, err
+	}
+	client, err := spec.SourceClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	counts, err := audit.ReadCounts(ctx, append(client, e.Options.KafkaOptions...))
+	if err != nil {
+		return nil, err
+	}
+	topics := map[string]bool{}
+	for _, t := range spec.Source.Topics {
+		topics[t] = true
+	}
+	var out []audit.Count
+	for _, c := range counts.Counts {
+		if c.Tier == audit.TierProducer && topics[c.Topic] {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

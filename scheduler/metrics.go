@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
 )
 
@@ -23,6 +24,8 @@ type Metrics struct {
 	bytes        *prometheus.CounterVec   // job
 	lag          *prometheus.GaugeVec     // job, topic, partition
 	complete     *prometheus.CounterVec   // job
+	auditLatest  *prometheus.GaugeVec     // job, topic
+	auditBehind  *prometheus.GaugeVec     // job, topic
 	jobs         prometheus.Gauge
 	refused      prometheus.Counter
 
@@ -57,6 +60,12 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			[]string{"job", "topic", "partition"}),
 		complete: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_complete_directories_total",
 			Help: "Time directories marked _SUCCESS."}, []string{"job"}),
+		auditLatest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_audit_latest_balanced_window_seconds",
+			Help: "Unix time of the end of the newest window whose load tier balances the producer tier (jobs with complete_when: audit)."},
+			[]string{"job", "topic"}),
+		auditBehind: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_audit_unbalanced_windows",
+			Help: "Windows past the allowed lateness whose load tier does not balance the producer tier (jobs with complete_when: audit)."},
+			[]string{"job", "topic"}),
 		jobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_scheduler_jobs", Help: "Jobs scheduled."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_scheduler_specs_refused_total",
 			Help: "Job specs refused (unparseable, bad schedule, duplicate name)."}),
@@ -64,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.runs, m.runsActive, m.runDuration, m.ticksSkipped, m.tasks, m.taskDuration,
-			m.records, m.bytes, m.lag, m.complete, m.jobs, m.refused, (*sinceCollector)(m))
+			m.records, m.bytes, m.lag, m.complete, m.auditLatest, m.auditBehind, m.jobs, m.refused, (*sinceCollector)(m))
 	}
 	return m
 }
@@ -145,6 +154,24 @@ func (m *Metrics) partitionLag(job, topic string, partition int32, lag int64) {
 func (m *Metrics) completed(job string, n int) {
 	if m != nil && n > 0 {
 		m.complete.WithLabelValues(job).Add(float64(n))
+	}
+}
+
+// auditBooks exports the load tier's balance of a job's last
+// completeness check, per topic with producer counts.
+func (m *Metrics) auditBooks(job string, rep *audit.Report) {
+	if m == nil {
+		return
+	}
+	topics := map[string]bool{}
+	for _, w := range rep.Windows {
+		topics[w.Topic] = true
+	}
+	for topic := range topics {
+		if t, ok := rep.Latest[audit.TierLoad][topic]; ok {
+			m.auditLatest.WithLabelValues(job, topic).Set(float64(t.Add(rep.Window).Unix()))
+		}
+		m.auditBehind.WithLabelValues(job, topic).Set(float64(rep.Behind[audit.TierLoad][topic]))
 	}
 }
 

@@ -52,7 +52,7 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 	if ctx.Err() != nil {
 		return // left running: adopted by a standby or abandoned at the next start
 	}
-	s.settle(fs, job, &rec, plan, plannedAt, log)
+	s.settle(ctx, fs, job, &rec, plan, plannedAt, log)
 	s.finish(ctx, hist, job, rec, log)
 }
 
@@ -114,7 +114,7 @@ func (s *Scheduler) planRun(ctx context.Context, hist *History, job Job, rec *Ru
 
 // settle totals the run's tasks into rec, decides its state, marks the
 // complete directories and reports the partitions' lag.
-func (s *Scheduler) settle(fs vfs.FS, job Job, rec *RunRecord, plan Plan, plannedAt time.Time, log *slog.Logger) {
+func (s *Scheduler) settle(ctx context.Context, fs vfs.FS, job Job, rec *RunRecord, plan Plan, plannedAt time.Time, log *slog.Logger) {
 	var failed []string
 	done := map[string]bool{} // partitions whose every task committed
 	for _, p := range plan.Partitions {
@@ -137,13 +137,17 @@ func (s *Scheduler) settle(fs vfs.FS, job Job, rec *RunRecord, plan Plan, planne
 			len(failed), len(rec.Tasks), strings.Join(failed, "; "))
 	}
 	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock}), job: job, log: log}
-	marked, err := c.check(plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
+	c.audit, _ = s.opts.Engine.(AuditSource)
+	marked, err := c.check(ctx, plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
 	rec.Complete = marked
 	if err != nil {
 		log.Warn("completeness check failed; it is retried after the next run", "err", err)
 		rec.Notes = append(rec.Notes, "completeness: "+err.Error())
 	}
 	s.opts.Metrics.completed(job.Name, len(marked))
+	if c.report != nil {
+		s.opts.Metrics.auditBooks(job.Name, c.report)
+	}
 	for _, p := range plan.Partitions {
 		lag := p.HighWatermark - p.Loaded
 		if done[p.Topic+"/"+strconv.Itoa(int(p.Partition))] {

@@ -46,6 +46,10 @@ type TierCount struct {
 // loaded, or filtered by the job's where.
 func (t TierCount) accounted() int64 { return t.Messages + t.Filtered }
 
+// Accounted is a count's records as the producers meant them (loaded, or
+// filtered by the job's where): what balances the producer tier's Messages.
+func (c Count) Accounted() int64 { return c.Messages + c.Filtered }
+
 // Window is one (topic, window)'s line of the books.
 type Window struct {
 	Topic string    `json:"topic"`

@@ -19,7 +19,8 @@
 // a Reporter publishes the counts. `sluice produce --audit` and `sluice
 // bench produce --audit` do that. The load tier is not published: `sluice
 // audit --job` reads it from the job's committed manifests, the only place
-// where it is exact.
+// where it is exact, and so does the scheduler for a job with
+// complete_when: audit (its _SUCCESS waits for the hour to balance).
 //
 // # Record format (version 1, JSON)
 //
