@@ -62,12 +62,14 @@ func join(opts Options, lns []boundListener) (*member, error) {
 		SessionTimeout: time.Duration(cfg.ZookeeperSessionTimeoutMs) * time.Millisecond,
 		Broker: cluster.BrokerInfo{ID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack,
 			Endpoints: endpoints},
-		ReplicationListener:      replication,
-		UncleanLeaderElection:    cfg.TopicDefaults.UncleanLeaderElection,
-		AutoLeaderRebalance:      cfg.AutoLeaderRebalance,
-		DefaultReplicationFactor: int(cfg.DefaultReplicationFactor),
-		OnStates:                 m.deliver,
-		Logger:                   opts.Logger.With("component", "cluster"),
+		ReplicationListener:       replication,
+		UncleanLeaderElection:     cfg.TopicDefaults.UncleanLeaderElection,
+		AutoLeaderRebalance:       cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheck:      time.Duration(cfg.LeaderImbalanceCheckSecs) * time.Second,
+		LeaderImbalancePercentage: int(cfg.LeaderImbalancePercentage),
+		DefaultReplicationFactor:  int(cfg.DefaultReplicationFactor),
+		OnStates:                  m.deliver,
+		Logger:                    opts.Logger.With("component", "cluster"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: join the cluster at %s: %w", cfg.ZookeeperConnect, err)

@@ -261,7 +261,9 @@ func TestOfflineAndUnclean(t *testing.T) {
 // partitions back; ElectPreferred does the same on demand.
 func TestControlledShutdownAndPreferred(t *testing.T) {
 	c := newTestCluster(t)
-	c.opts = func(id int32) Options { return Options{AutoLeaderRebalance: true} }
+	c.opts = func(id int32) Options {
+		return Options{AutoLeaderRebalance: true, LeaderImbalanceCheck: 300 * time.Millisecond}
+	}
 	n1 := c.start(1)
 	c.start(2)
 	c.start(3)

@@ -112,11 +112,20 @@ func (n *Node) elect(ctx context.Context, s *zksession.Session) (*controller, er
 
 // run reconciles the partition states with the brokers' liveness after
 // every change it watches, until ctx ends (the session ended or the node
-// closes) or the controller is fenced.
+// closes) or the controller is fenced. With AutoLeaderRebalance, every
+// LeaderImbalanceCheck it runs one round that also gives imbalanced
+// brokers their preferred partitions back (rebalance.go).
 func (c *controller) run(ctx context.Context) error {
 	w := newWatchSet()
+	var check <-chan time.Time
+	if c.n.opts.AutoLeaderRebalance {
+		t := time.NewTicker(c.n.opts.LeaderImbalanceCheck)
+		defer t.Stop()
+		check = t.C
+	}
+	rebalance := false
 	for {
-		again, err := c.reconcile(w)
+		again, err := c.reconcile(w, rebalance)
 		if errors.Is(err, ErrFenced) {
 			return err
 		}
@@ -127,10 +136,14 @@ func (c *controller) run(ctx context.Context) error {
 			retry = time.After(200 * time.Millisecond)
 		case again:
 			continue // a state moved under a write: decide again from a fresh read
+		default:
+			rebalance = false
 		}
 		select {
 		case <-w.Wake():
 		case <-retry:
+		case <-check:
+			rebalance = true
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -138,9 +151,11 @@ func (c *controller) run(ctx context.Context) error {
 }
 
 // reconcile reads the brokers, topics and partition states and writes
-// every state decide changes. again is true when a write lost a race with
-// another writer (an AlterISR) and the round should be run again.
-func (c *controller) reconcile(w *watchSet) (again bool, err error) {
+// every state decide changes; with rebalance it also moves the leaders of
+// imbalanced brokers' partitions back to them. again is true when a write
+// lost a race with another writer (an AlterISR) and the round should be
+// run again.
+func (c *controller) reconcile(w *watchSet, rebalance bool) (again bool, err error) {
 	s, zc := c.s, c.s.ZK()
 	for _, p := range []string{brokerIDsPath, shutdownPath, topicsPath, isrChangePath} {
 		if err := w.children(zc, s.Path(p)); err != nil {
@@ -166,6 +181,7 @@ func (c *controller) reconcile(w *watchSet) (again bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	var topics []topicAssignment
 	for _, topic := range names {
 		if err := w.data(zc, s.Path(topicPath(topic))); err != nil && !isNoNode(err) {
 			return false, err
@@ -177,13 +193,23 @@ func (c *controller) reconcile(w *watchSet) (again bool, err error) {
 			}
 			continue
 		}
-		unclean, err := c.uncleanFor(topic)
+		topics = append(topics, a)
+	}
+	var imbalanced map[partitionKey]bool
+	if rebalance {
+		if imbalanced, err = c.imbalanced(topics); err != nil {
+			return false, err
+		}
+	}
+	for _, a := range topics {
+		unclean, err := c.uncleanFor(a.Name)
 		if err != nil {
 			return false, err
 		}
 		for p, replicas := range a.Replicas {
+			k := partitionKey{a.Name, int32(p)}
 			moved, err := c.reconcilePartition(a, int32(p), replicas, l, decision{unclean: unclean,
-				preferred: c.n.opts.AutoLeaderRebalance || wanted[partitionKey{topic, int32(p)}]})
+				preferred: imbalanced[k] || wanted[k]})
 			if err != nil {
 				return false, err
 			}

@@ -50,9 +50,13 @@
 //     unclean.leader.election.enable (a topic config, else the broker's
 //     default) lets a live out-of-sync replica lead alone; a broker shutting
 //     down hands its leaderships to other ISR members and leaves the ISRs;
-//     with auto.leader.rebalance.enable (or on request) the preferred
-//     replica leads again once it is back in the ISR. Each change of leader
-//     bumps the leader epoch by one.
+//     on request (ElectPreferred) the preferred replica leads again once
+//     it is back in the ISR; with auto.leader.rebalance.enable the
+//     controller also checks every leader.imbalance.check.interval.seconds
+//     (rebalance.go) and gives a broker back the partitions it prefers
+//     when more than leader.imbalance.per.broker.percentage of them are led
+//     elsewhere, as Kafka's controller does. Each change of leader bumps the
+//     leader epoch by one.
 //  5. Roles. Brokers learn their roles by watching ZooKeeper, not by a push
 //     from the controller: each broker watches every state znode (its
 //     metadata cache, Partitions) and delivers the changed states of the

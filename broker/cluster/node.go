@@ -37,9 +37,19 @@ type Options struct {
 	// UncleanLeaderElection is unclean.leader.election.enable for topics
 	// that do not override it (default false: offline rather than lose data).
 	UncleanLeaderElection bool
-	// AutoLeaderRebalance is auto.leader.rebalance.enable: the controller
-	// moves leadership back to the preferred replica once it is in the ISR.
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: every
+	// LeaderImbalanceCheck the controller checks each broker's partitions
+	// (those it is the preferred replica of) and, when more than
+	// LeaderImbalancePercentage of them are led elsewhere, moves the
+	// leadership of each back to it where it is live and in the ISR.
 	AutoLeaderRebalance bool
+	// LeaderImbalanceCheck is leader.imbalance.check.interval.seconds
+	// (default 300 s, as in Kafka).
+	LeaderImbalanceCheck time.Duration
+	// LeaderImbalancePercentage is leader.imbalance.per.broker.percentage:
+	// 0 (the zero value) rebalances at any imbalance; the broker's config
+	// defaults it to Kafka's 10.
+	LeaderImbalancePercentage int
 	// DefaultReplicationFactor is default.replication.factor for topics
 	// created through the Store without an assignment (default 1).
 	DefaultReplicationFactor int
@@ -96,6 +106,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	if opts.ReplicationListener == "" {
 		opts.ReplicationListener = "REPLICATION"
+	}
+	if opts.LeaderImbalanceCheck <= 0 {
+		opts.LeaderImbalanceCheck = 300 * time.Second
 	}
 	if opts.DefaultReplicationFactor <= 0 {
 		opts.DefaultReplicationFactor = 1

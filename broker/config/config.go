@@ -61,6 +61,8 @@ type Broker struct {
 	ZookeeperSessionTimeoutMs int64  // zookeeper.session.timeout.ms
 	Rack                      string // broker.rack ("" = none)
 	AutoLeaderRebalance       bool   // auto.leader.rebalance.enable: the preferred replica leads again once back in the ISR
+	LeaderImbalanceCheckSecs  int64  // leader.imbalance.check.interval.seconds: how often the controller checks the leaders' balance
+	LeaderImbalancePercentage int64  // leader.imbalance.per.broker.percentage: a broker's share of preferred partitions led elsewhere that triggers a rebalance
 	ReplicaLagTimeMaxMs       int64  // replica.lag.time.max.ms: a follower this far behind leaves the ISR
 
 	// Security is listeners, TLS and SASL (listeners.go); not reported by
@@ -114,6 +116,8 @@ func Default() Broker {
 		ClusterID:                   "sluice-cluster",
 		ZookeeperSessionTimeoutMs:   18000,
 		AutoLeaderRebalance:         true,
+		LeaderImbalanceCheckSecs:    300,
+		LeaderImbalancePercentage:   10,
 		ReplicaLagTimeMaxMs:         30000,
 		TopicDefaults: Topic{
 			SegmentBytes:         1 << 30,
@@ -291,6 +295,17 @@ var brokerProps = []brokerProp{
 		apply: func(b *Broker, v string) error { b.Rack = strings.TrimSpace(v); return nil },
 		get:   func(b *Broker) string { return b.Rack }},
 	boolProp("auto.leader.rebalance.enable", "give leadership back to the preferred replica once it is in the ISR again", func(b *Broker) *bool { return &b.AutoLeaderRebalance }),
+	int64Prop("leader.imbalance.check.interval.seconds", "how often the controller checks whether preferred replicas should lead again", func(b *Broker) *int64 { return &b.LeaderImbalanceCheckSecs }, 1),
+	{name: "leader.imbalance.per.broker.percentage", doc: "rebalance a broker's partitions once more than this percentage of those it prefers is led elsewhere (0..100)",
+		apply: func(b *Broker, v string) error {
+			n, err := parseInt64AtLeast(v, 0)
+			if err != nil || n > 100 {
+				return fmt.Errorf("must be an integer from 0 to 100: %q", v)
+			}
+			b.LeaderImbalancePercentage = n
+			return nil
+		},
+		get: func(b *Broker) string { return strconv.FormatInt(b.LeaderImbalancePercentage, 10) }},
 	int64Prop("replica.lag.time.max.ms", "a follower that has not caught up for this long leaves the ISR", func(b *Broker) *int64 { return &b.ReplicaLagTimeMaxMs }, 1),
 	int64Prop("min.insync.replicas", "fewest in-sync replicas an acks=all produce needs (topic: min.insync.replicas)", func(b *Broker) *int64 { return &b.TopicDefaults.MinInsyncReplicas }, 1),
 	boolProp("unclean.leader.election.enable", "let an out-of-sync replica lead when no in-sync one is live, losing data (topic: unclean.leader.election.enable)", func(b *Broker) *bool { return &b.TopicDefaults.UncleanLeaderElection }),
@@ -454,6 +469,7 @@ var kafkaTypes = map[string]int8{
 	"max.connections": typeInt, "max.connections.per.ip": typeInt, "fetch.max.bytes": typeInt,
 	"zookeeper.connect": typeString, "broker.rack": typeString, "zookeeper.session.timeout.ms": typeInt,
 	"min.insync.replicas": typeInt, "unclean.leader.election.enable": typeBoolean, "auto.leader.rebalance.enable": typeBoolean,
+	"leader.imbalance.check.interval.seconds": typeLong, "leader.imbalance.per.broker.percentage": typeInt,
 }
 
 func kafkaType(name string) int8 {

@@ -8,7 +8,9 @@
 // fetcher per leader (Fetch with replica_id), append with the leader's
 // offsets and epochs, and cut their log where it diverges from the leader's
 // by leader epoch (KIP-101), walking epochs back while the leader's answer
-// is older (KIP-279), never to their own high watermark.
+// is older (KIP-279), never to their own high watermark. A follower raises
+// its log start to the fetch answer's log_start_offset (DeleteRecords or
+// retention at the leader), at most to its high watermark.
 //
 // A follower fetches (Fetch v12) naming its log's latest epoch as
 // last_fetched_epoch; when its log diverged, the leader answers with the
@@ -21,6 +23,7 @@
 // Lock order: Manager.applyMu -> partition.mu -> Manager.mu -> fetcher.mu;
 // partition.mu before the partition log's locks.
 //
-// Compared with Kafka: followers do not follow the leader's log start
-// offset; no follower fetching for clients.
+// Compared with Kafka: no follower fetching for clients; DeleteRecords is
+// answered once the leader moved its log start, not after the followers'
+// (Kafka's low watermark).
 package replica

@@ -410,8 +410,10 @@ func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 
 // applyFetched appends one partition's answer, keeping the leader's offsets
 // and epochs, and raises the high watermark to min(leader's, own log end).
-// An answer with a diverging epoch (KIP-320: the log's latest epoch ends
-// earlier at the leader, or is not the leader's) cuts the log there instead.
+// It raises the log start to the leader's (at most to the high
+// watermark). An answer with a diverging epoch (KIP-320: the log's latest
+// epoch ends earlier at the leader, or is not the leader's) cuts the log
+// there instead.
 // It returns false when the partition must wait (an error answer).
 func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) bool {
 	p := w.p
@@ -454,6 +456,14 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 	if hw := min(rp.HighWatermark, p.log.LogEndOffset()); hw > p.log.HighWatermark() {
 		if err := p.log.SetHighWatermark(hw); err != nil {
 			f.m.logger.Warn("set follower high watermark", "topic", p.key.topic, "partition", p.key.partition, "hw", hw, "err", err)
+		}
+	}
+	// The leader's log start (moved by DeleteRecords or retention) moves
+	// ours, as far as our high watermark: the records below it are gone
+	// for every reader, and a replica that leads next must not serve them.
+	if ls := min(rp.LogStartOffset, p.log.HighWatermark()); ls > p.log.LogStartOffset() {
+		if err := p.log.DeleteRecordsBefore(ls); err != nil {
+			f.m.logger.Warn("follow the leader's log start", "topic", p.key.topic, "partition", p.key.partition, "log_start", ls, "err", err)
 		}
 	}
 	return true
