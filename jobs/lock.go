@@ -302,6 +302,17 @@ func (lk *JobLock) Release() error {
 	}
 	l := lk.l
 	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	if err != nil && !errors.Is(err, vfs.ErrExist) {
+		// A full file system refuses the marker's bytes but, as a rule, not
+		// an empty file (an inode, a directory entry): readLock needs only
+		// the name. Without this a run failed by a full warehouse left the
+		// lock held until its lease ran out, and every run after the space
+		// came back was refused for that long (the chaos disk-full scenario).
+		l.fs.Remove(releasedName(lk.holder.Seq))
+		if err2 := l.fs.WriteExclusive(releasedName(lk.holder.Seq), nil); err2 == nil {
+			err = nil
+		}
+	}
 	if errors.Is(err, vfs.ErrExist) {
 		err = nil
 	}

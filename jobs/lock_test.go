@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/testdata/harness/kafka"
 	"github.com/sluicehq/sluice/writers"
@@ -361,4 +364,53 @@ func TestJobLockTimersRunOnTheLoaderClock(t *testing.T) {
 			clk.Advance(lease / 4)
 		}
 	})
+}
+
+// fullFS refuses every write of bytes with ENOSPC while full, as a full
+// file system does, and still creates empty files (an inode and a name).
+type fullFS struct {
+	vfs.FS
+	full atomic.Bool
+}
+
+func (f *fullFS) WriteExclusive(name string, data []byte) error {
+	if f.full.Load() && len(data) > 0 {
+		return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+	}
+	return f.FS.WriteExclusive(name, data)
+}
+
+// A run that ends while the warehouse is full still gives the lock back:
+// the next run, once space returns, is not refused for a lease. (Found by
+// the chaos disk-full scenario: every load after the heal was refused by
+// the lock of a run that had failed while the disk was full.)
+func TestJobLockReleasedOnAFullFileSystem(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	dir := t.TempDir()
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "fulllock", b.Addr, "fulllock", 100, "schema_file: pageview.avsc", filepath.Join(dir, "out")))
+	fs := &fullFS{FS: vfs.NewMem()}
+	open := func() *jobs.Loader {
+		l, err := jobs.Open(ctx, spec, jobs.Options{FS: fs, LockLease: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	lk, err := open().AcquireLock(jobs.LockLoad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.full.Store(true)
+	if err := lk.Release(); err != nil {
+		t.Fatalf("releasing the lock on a full file system: %v", err)
+	}
+	fs.full.Store(false)
+	next, err := open().AcquireLock(jobs.LockLoad)
+	if err != nil {
+		t.Fatalf("the lock after the space came back: %v", err)
+	}
+	next.Release()
 }

@@ -237,7 +237,7 @@ echo "group.initial.rebalance.delay.ms=0" >"$WORK/sluice.properties"
 SLUICE_PID=$!; PIDS+=("$SLUICE_PID")
 
 for i in $(seq 1 300); do
-  SLUICE_ADDR=$(sed -n 's/.*msg=listening addr=\([^ ]*\).*/\1/p' "$WORK/sluice.log" | head -1)
+  SLUICE_ADDR=$(sed -n 's/.*msg=listening .*[ ]addr=\([^ ]*\).*/\1/p' "$WORK/sluice.log" | head -1)
   [ -n "$SLUICE_ADDR" ] && break
   kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$WORK/sluice.log"; die "sluice broker exited"; }
   sleep 0.1

@@ -35,7 +35,7 @@ test-txn-franz: build
 	$(GO) test -c -o "$$tmp/kgo.test" github.com/twmb/franz-go/pkg/kgo || exit 1; \
 	$(BIN) broker --data-dir "$$tmp/data" --listen 127.0.0.1:0 >"$$tmp/broker.log" 2>&1 & pid=$$!; \
 	addr=; for i in $$(seq 1 600); do \
-	  addr=$$(sed -n 's/.*msg=listening addr=\([^ ]*\).*/\1/p' "$$tmp/broker.log" | head -1); \
+	  addr=$$(sed -n 's/.*msg=listening .*[ ]addr=\([^ ]*\).*/\1/p' "$$tmp/broker.log" | head -1); \
 	  [ -n "$$addr" ] && break; \
 	  kill -0 $$pid 2>/dev/null || break; sleep 0.1; \
 	done; \
