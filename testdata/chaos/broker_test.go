@@ -87,7 +87,11 @@ func TestBrokerKillPause(t *testing.T) {
 func TestBrokerDiskFull(t *testing.T) {
 	r := harness.NewRun(t, "broker-disk-full", 6*time.Second)
 	dir := r.WorkDir("broker")
-	disk := r.Disk(filepath.Join(dir, "data"), 16<<20)
+	// The log grows about 16 MiB a minute on this machine before the fault,
+	// so the tmpfs grows with the run: were the log alone to fill it, freeing
+	// the ballast would free nothing (a 3m run found exactly that).
+	size := int64(16<<20) + int64(r.Duration.Minutes()*32)<<20
+	disk := r.Disk(filepath.Join(dir, "data"), size)
 	cfg := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(cfg, []byte("num.partitions=3\nlog.segment.bytes=1048576\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -128,7 +132,7 @@ func TestBrokerDiskFull(t *testing.T) {
 		}
 	}
 	verdict(t, r, sched, h, st, harness.Report{History: historyPath(r),
-		Notes: []string{"tmpfs of 16 MiB on the data directory, filled and freed, then a restart"}})
+		Notes: []string{fmt.Sprintf("tmpfs of %d MiB on the data directory, filled and freed, then a restart", size>>20)}})
 	if okAfter == 0 {
 		t.Errorf("no produce succeeded after the disk was freed and the broker restarted")
 	}
