@@ -247,9 +247,9 @@ func TestSecurityRequestsBeforeAuthentication(t *testing.T) {
 // all closed by sasl.handshake.timeout.ms; the goroutines then return.
 func TestSecurityThousandUnauthenticatedConnections(t *testing.T) {
 	const n, tlsShare = 1000, 100 // tlsShare of them over SASL_SSL
-	const timeoutMs = 10000       // long enough that none is closed before the measurement
+	const timeoutMs = 15000       // long enough that none is closed before the measurement
 	pki := tlscerts.New(t)
-	ss := startSecureServer(t, pki, withProps(pki, map[string]string{"sasl.handshake.timeout.ms": "10000"}))
+	ss := startSecureServer(t, pki, withProps(pki, map[string]string{"sasl.handshake.timeout.ms": "15000"}))
 	ss.addUser(t, "alice", "alice-secret")
 	measure := func() (heap uint64, goroutines int) {
 		var m runtime.MemStats
