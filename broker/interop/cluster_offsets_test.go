@@ -102,7 +102,12 @@ func TestClusterCommitSurvivesCoordinatorKill(t *testing.T) {
 	}
 	cp.Complete(commitOp)
 	t.Logf("committed %v at coordinator %d, then killed it", want, coordinator)
-	go first.Close() // its leave goes to the new coordinator, or its session ends
+	closed := make(chan struct{})
+	go func() { // its leave goes to the new coordinator, or its session ends
+		defer close(closed)
+		first.Close()
+	}()
+	t.Cleanup(func() { <-closed }) // before the client's own cleanup closes it again: two Closes at once race in franz-go
 
 	var live []int32
 	for _, id := range c.ids() {

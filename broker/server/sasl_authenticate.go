@@ -25,6 +25,12 @@ func handleSaslAuthenticate(_ *Server, rc *requestContext, req kmsg.Request) (re
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate without a SaslHandshake"
 		resp.ErrorMessage = &msg
+		if !c.l.sasl || !c.needsAuth() {
+			// A listener without SASL, or a connection already
+			// authenticated: Kafka's KafkaApis answers the error and the
+			// connection goes on.
+			return kmsgReply{resp}, nil
+		}
 		return thenClose{kmsgReply{resp}, fmt.Errorf("%w: %s", errUnauthenticated, msg)}, nil
 	}
 	mech := c.auth.mechanism

@@ -6,7 +6,7 @@ package server
 // clients), handled by conn.rawToken.
 //
 // Deviations from Kafka: none known. On a listener without SASL the answer
-// is ILLEGAL_SASL_STATE. An unsupported mechanism is answered with
+// is ILLEGAL_SASL_STATE and the connection stays open, as Kafka does. An unsupported mechanism is answered with
 // UNSUPPORTED_SASL_MECHANISM and the listener's mechanisms, then the
 // connection is closed (Kafka closes it too).
 
@@ -27,8 +27,10 @@ func handleSaslHandshake(_ *Server, rc *requestContext, req kmsg.Request) (reply
 	c := rc.conn
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	if !c.l.sasl {
+		// As Kafka's KafkaApis answers it on a listener without SASL: an
+		// error, and the connection goes on.
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		return thenClose{kmsgReply{resp}, fmt.Errorf("%w: SaslHandshake on listener %s (%s)", errUnauthenticated, c.l.name, c.l.protocol)}, nil
+		return kmsgReply{resp}, nil
 	}
 	resp.SupportedMechanisms = c.l.mechanisms
 	if c.auth.conv != nil || (r.Version == 0 && !c.needsAuth()) {
