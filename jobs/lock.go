@@ -30,7 +30,7 @@ var ErrLocked = errors.New("jobs: the job is locked")
 //	_sluice/lock/
 //	├── 00000000000000000007.holder                 created exclusively by the taker: JSON LockHolder
 //	├── 00000000000000000007.lease-<expiry ms %020d>  its lease, a new file per renewal (old removed)
-//	└── 00000000000000000007.released               created by Release: the lock is free
+//	└── 00000000000000000007.released               created (empty) by Release: the lock is free
 //
 // The holder with the highest number is the lock's current one. It is free
 // when released, when its newest lease expired (no lease yet: its acquired
@@ -301,18 +301,13 @@ func (lk *JobLock) Release() error {
 		<-lk.done
 	}
 	l := lk.l
-	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"))
-	if err != nil && !errors.Is(err, vfs.ErrExist) {
-		// A full file system refuses the marker's bytes but, as a rule, not
-		// an empty file (an inode, a directory entry): readLock needs only
-		// the name. Without this a run failed by a full warehouse left the
-		// lock held until its lease ran out, and every run after the space
-		// came back was refused for that long (the chaos disk-full scenario).
-		l.fs.Remove(releasedName(lk.holder.Seq))
-		if err2 := l.fs.WriteExclusive(releasedName(lk.holder.Seq), nil); err2 == nil {
-			err = nil
-		}
-	}
+	// The marker is empty: readLock needs only its name, and a full file
+	// system that refuses bytes still takes an empty file (an inode, a
+	// directory entry). A marker with content failed there, and a run
+	// failed by a full warehouse left the lock held until its lease ran
+	// out, refusing every run after the space came back for that long (the
+	// chaos disk-full scenario).
+	err := l.fs.WriteExclusive(releasedName(lk.holder.Seq), nil)
 	if errors.Is(err, vfs.ErrExist) {
 		err = nil
 	}
