@@ -169,6 +169,13 @@ func ConsumeGroup(ctx context.Context, rec *history.Recorder, cfg GroupConfig) e
 		fs := pollOnce(ctx, cl)
 		rs := pollRecords(fs)
 		if len(rs) > 0 {
+			// The session the records were polled in. Read after the
+			// poll, it cannot change before AllowRebalance: franz-go runs
+			// a user's OnPartitionsAssigned (which sets synced) only while
+			// no poll is held (BlockRebalanceOnPoll), and before it the
+			// sync revokes what the new session lost, with its buffered
+			// records. A join completed meanwhile shows in the commit
+			// (sent != in), not here.
 			in := synced.get()
 			inv.Complete(history.Op{Outcome: history.OK, Records: rs, Member: in.member, Generation: in.generation})
 			polled += len(rs)
