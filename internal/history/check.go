@@ -109,10 +109,6 @@ type index struct {
 	// the offsets known to hold a record, per partition, sorted: the
 	// positions of posHolds, kept for the skip check's search.
 	known map[partitionKey][]int64
-	// copies is how many positions each produced value may hold: 1, or
-	// the Produce requests that carried it when no produce of it was
-	// idempotent (allowedCopies).
-	copies map[string]int
 }
 
 // Check checks a history for every anomaly in the package doc and returns
@@ -183,10 +179,6 @@ func buildIndex(h History) *index {
 				seen(r.Value, position{r.Topic, r.Partition, r.Offset}, op.ID)
 			}
 		}
-	}
-	x.copies = make(map[string]int, len(x.produces))
-	for v, ids := range x.produces {
-		x.copies[v] = allowedCopies(h, ids)
 	}
 	for p := range x.posHolds {
 		k := partitionKey{p.topic, p.partition}
@@ -324,13 +316,9 @@ func allowedCopies(h History, ids []int) int {
 }
 
 // maxCopies is how many positions v may hold (1 for a value never
-// produced: a phantom).
-func (x *index) maxCopies(v string) int {
-	if n, ok := x.copies[v]; ok {
-		return n
-	}
-	return 1
-}
+// produced: a phantom). Asked only of a value seen more than once, so it
+// is worked out then, not for every value produced.
+func (x *index) maxCopies(v string) int { return allowedCopies(x.h, x.produces[v]) }
 
 // duplicates: one value at more positions than its produces allow
 // (allowedCopies). It also returns how many values were at several
