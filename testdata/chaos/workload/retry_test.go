@@ -26,12 +26,18 @@ type ackLoser struct {
 }
 
 func (a *ackLoser) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	return dialWrapped(ctx, network, host, func(c net.Conn) net.Conn { return &ackLosingConn{Conn: c, a: a} })
+}
+
+// dialWrapped dials host and wraps the connection (a franz-go Dialer's
+// body, for a test's tampering connection).
+func dialWrapped(ctx context.Context, network, host string, wrap func(net.Conn) net.Conn) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, host)
 	if err != nil {
 		return nil, err
 	}
-	return &ackLosingConn{Conn: c, a: a}, nil
+	return wrap(c), nil
 }
 
 type ackLosingConn struct {

@@ -29,12 +29,7 @@ type memberSpoiler struct {
 }
 
 func (m *memberSpoiler) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	return &spoilingConn{Conn: c, m: m}, nil
+	return dialWrapped(ctx, network, host, func(c net.Conn) net.Conn { return &spoilingConn{Conn: c, m: m} })
 }
 
 type spoilingConn struct {
