@@ -17,7 +17,8 @@ package schemaregistry
 //
 // Without a role file every authenticated user may read and write
 // everything. With one, a subject route needs the grant on its subject;
-// GET /subjects lists only the subjects the user may read; schemas by id
+// GET /subjects and the subjects and versions of a schema id list only the
+// subjects the user may read; schemas by id
 // need any grant; changing the global config needs write on '*'. A request
 // without valid credentials gets 401 (error_code 401) and a
 // WWW-Authenticate challenge, one without the grant 403 (error_code
@@ -314,13 +315,9 @@ func (r *Registry) authorize(ctx context.Context, pattern string, req *http.Requ
 	return user, nil
 }
 
-// readable keeps the subjects user may read.
-func (r *Registry) readable(user string, names []string) []string {
-	kept := names[:0:0]
-	for _, n := range names {
-		if r.opts.Auth.may(user, n, false) {
-			kept = append(kept, n)
-		}
-	}
-	return kept
+// mayRead reports whether the request's user may read subject: what
+// every answer listing subjects (GET /subjects, the subjects and versions
+// of a schema id) keeps.
+func (r *Registry) mayRead(req *request, subject string) bool {
+	return r.opts.Auth == nil || r.opts.Auth.may(req.user, subject, false)
 }

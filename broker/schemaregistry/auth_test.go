@@ -190,6 +190,20 @@ func TestRegistryTLSAndAuth(t *testing.T) {
 	if subjects, err := bob.Subjects(ctx); err != nil || !slices.Equal(subjects, []string{"orders-value"}) {
 		t.Errorf("bob lists %v (%v), want only orders-value", subjects, err)
 	}
+	// The same schema under a subject bob may not read: the subjects and
+	// versions of its id name only what he may read, as GET /subjects.
+	if s, err := alice.CreateSchema(ctx, "users-orders", avroSchema(orderSchema)); err != nil || s.ID != orders.ID {
+		t.Fatalf("alice registers the orders schema again: %+v %v", s, err)
+	}
+	if subjects, err := bob.SubjectsByID(ctx, orders.ID); err != nil || !slices.Equal(subjects, []string{"orders-value"}) {
+		t.Errorf("bob lists the subjects of id %d: %v (%v), want only orders-value", orders.ID, subjects, err)
+	}
+	if usages, err := bob.SchemaUsagesByID(ctx, orders.ID); err != nil || len(usages) != 1 || usages[0].Subject != "orders-value" {
+		t.Errorf("bob lists the versions of id %d: %+v (%v), want only orders-value's", orders.ID, usages, err)
+	}
+	if subjects, err := alice.SubjectsByID(ctx, orders.ID); err != nil || len(subjects) != 2 {
+		t.Errorf("alice lists the subjects of id %d: %v (%v), want both", orders.ID, subjects, err)
+	}
 	forbidden := testCounter(reg.metrics.authFailures.WithLabelValues("forbidden"))
 	if _, err := bob.CreateSchema(ctx, "orders-value", avroSchema(orderSchema)); srCode(err) != codeForbidden {
 		t.Errorf("bob writes orders-value: %v, want 40301", err)
