@@ -93,18 +93,12 @@ func (s *Spec) security(readPassword bool) (kafka.Security, error) {
 		return sec, fmt.Errorf("%w: source.security.sasl: give password_file or password_env, not both", ErrSpec)
 	case !readPassword && (src.SASL.PasswordFile != "" || src.SASL.PasswordEnv != ""):
 		sec.Password = "stand-in"
-	case src.SASL.PasswordFile != "":
-		pw, err := kafka.ReadPasswordFile(s.path(src.SASL.PasswordFile))
+	case src.SASL.PasswordFile != "" || src.SASL.PasswordEnv != "":
+		pw, err := s.readPassword("source.security.sasl", src.SASL.PasswordFile, src.SASL.PasswordEnv)
 		if err != nil {
-			return sec, fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, securityFieldName))
+			return sec, err
 		}
 		sec.Password = pw
-	case src.SASL.PasswordEnv != "":
-		pw, ok := os.LookupEnv(src.SASL.PasswordEnv)
-		if !ok || pw == "" {
-			return sec, fmt.Errorf("%w: source.security.sasl.password_env: $%s is not set", ErrSpec, src.SASL.PasswordEnv)
-		}
-		sec.Password = kafka.Secret(pw)
 	}
 	if err := sec.Check(); err != nil {
 		var se *kafka.SecurityError
@@ -167,31 +161,35 @@ func (s *Spec) validateRegistryAuth() error {
 	return nil
 }
 
+// readPassword reads a password from file (relative to the spec's
+// directory) or, without one, the environment variable env; errors name
+// field's password_file or password_env.
+func (s *Spec) readPassword(field, file, env string) (kafka.Secret, error) {
+	if file != "" {
+		pw, err := kafka.ReadPasswordFile(s.path(file))
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrSpec, kafka.Named(err, func(kafka.SecurityField) string { return field + ".password_file" }))
+		}
+		return pw, nil
+	}
+	pw, ok := os.LookupEnv(env)
+	if !ok || pw == "" {
+		return "", fmt.Errorf("%w: %s.password_env: $%s is not set", ErrSpec, field, env)
+	}
+	return kafka.Secret(pw), nil
+}
+
 // registryClientOptions are the sr client options of decode.registry_auth,
 // with the password read.
 func (s *Spec) registryClientOptions() ([]sr.ClientOpt, error) {
 	a := s.Decode.RegistryAuth
 	var opts []sr.ClientOpt
 	if a.Username != "" {
-		var pw string
-		if a.PasswordFile != "" {
-			secret, err := kafka.ReadPasswordFile(s.path(a.PasswordFile))
-			if err != nil {
-				var se *kafka.SecurityError
-				if errors.As(err, &se) {
-					return nil, fmt.Errorf("%w: decode.registry_auth.password_file: %s", ErrSpec, se.Reason)
-				}
-				return nil, fmt.Errorf("%w: decode.registry_auth.password_file: %v", ErrSpec, err)
-			}
-			pw = secret.Reveal()
-		} else {
-			v, ok := os.LookupEnv(a.PasswordEnv)
-			if !ok || v == "" {
-				return nil, fmt.Errorf("%w: decode.registry_auth.password_env: $%s is not set", ErrSpec, a.PasswordEnv)
-			}
-			pw = v
+		pw, err := s.readPassword("decode.registry_auth", a.PasswordFile, a.PasswordEnv)
+		if err != nil {
+			return nil, err
 		}
-		opts = append(opts, sr.BasicAuth(a.Username, pw))
+		opts = append(opts, sr.BasicAuth(a.Username, pw.Reveal()))
 	}
 	if a.CA != "" || a.Cert != "" {
 		// The TLS files are checked as kafka.Security checks them.

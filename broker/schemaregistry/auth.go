@@ -17,7 +17,8 @@ package schemaregistry
 //
 // Without a role file every authenticated user may read and write
 // everything. With one, a subject route needs the grant on its subject;
-// GET /subjects lists only the subjects the user may read; schemas by id
+// GET /subjects and the subjects and versions of a schema id list only the
+// subjects the user may read; schemas by id
 // need any grant; changing the global config needs write on '*'. A request
 // without valid credentials gets 401 (error_code 401) and a
 // WWW-Authenticate challenge, one without the grant 403 (error_code
@@ -25,6 +26,9 @@ package schemaregistry
 
 import (
 	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -32,6 +36,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -44,9 +49,22 @@ type Auth struct {
 	users  map[string]credential
 	grants map[string][]grant // nil: no role file, everyone authenticated may do all
 
+	// bcrypt costs tens of milliseconds of CPU a comparison, and any client
+	// can ask for one: each user's last accepted and last refused password
+	// (as keyed digests) are answered without it, so neither a client that
+	// authenticates every request nor one retrying a stale password costs
+	// more than one comparison, and hashing bounds the comparisons at once.
+	key     [32]byte      // HMAC key of the digests, random per process
+	hashing chan struct{} // a slot per bcrypt comparison in progress
+
 	mu       sync.Mutex
-	verified map[string][32]byte // user → SHA-256 of the password last verified (bcrypt is slow)
+	verified map[string][32]byte // user → digest of the password bcrypt last accepted
+	refused  map[string][32]byte // user → digest of the password bcrypt last refused
 }
+
+// compareBcrypt is bcrypt's comparison (a variable for the tests that
+// count comparisons).
+var compareBcrypt = bcrypt.CompareHashAndPassword
 
 type credential struct {
 	kind string // bcrypt | sha256 | plain
@@ -101,7 +119,11 @@ func LoadAuth(passwordPath, rolesPath string) (*Auth, error) {
 // file's text (see the file comment for both formats). Errors name the
 // line, never a password.
 func ParseAuth(passwords, roles string, withRoles bool) (*Auth, error) {
-	a := &Auth{users: map[string]credential{}, verified: map[string][32]byte{}}
+	a := &Auth{users: map[string]credential{}, verified: map[string][32]byte{}, refused: map[string][32]byte{},
+		hashing: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
+	if _, err := rand.Read(a.key[:]); err != nil {
+		return nil, err
+	}
 	err := eachLine(passwords, func(n int, line string) error {
 		user, secret, ok := strings.Cut(line, ":")
 		user = strings.TrimSpace(user)
@@ -187,37 +209,56 @@ func HashSHA256(salt []byte, password string) string {
 	return "sha256:" + hex.EncodeToString(salt) + ":" + hex.EncodeToString(h[:])
 }
 
-// authenticate returns the user of a request with valid basic credentials.
-func (a *Auth) authenticate(req *http.Request) (string, bool) {
+// authenticate returns the user of a request with valid basic
+// credentials; an error when ctx ends while the request waits for a
+// bcrypt comparison.
+func (a *Auth) authenticate(ctx context.Context, req *http.Request) (string, bool, *apiError) {
 	user, pass, ok := req.BasicAuth()
 	if !ok || len(pass) > 1024 {
-		return "", false
+		return "", false, nil
 	}
 	c, known := a.users[user]
 	if !known {
-		return "", false
+		return "", false, nil
 	}
-	sum := sha256.Sum256([]byte(pass))
 	switch c.kind {
 	case "plain":
-		return user, subtle.ConstantTimeCompare(c.hash, []byte(pass)) == 1
+		return user, subtle.ConstantTimeCompare(c.hash, []byte(pass)) == 1, nil
 	case "sha256":
 		h := sha256.Sum256(append(append([]byte{}, c.salt...), pass...))
-		return user, subtle.ConstantTimeCompare(c.hash, h[:]) == 1
+		return user, subtle.ConstantTimeCompare(c.hash, h[:]) == 1, nil
 	}
+	mac := hmac.New(sha256.New, a.key[:])
+	mac.Write([]byte(pass))
+	var sum [32]byte
+	mac.Sum(sum[:0])
 	a.mu.Lock()
-	last, seen := a.verified[user]
+	accepted, refused := a.verified[user] == sum, a.refused[user] == sum
 	a.mu.Unlock()
-	if seen && subtle.ConstantTimeCompare(last[:], sum[:]) == 1 {
-		return user, true
+	switch {
+	case accepted:
+		return user, true, nil
+	case refused:
+		return "", false, nil
 	}
-	if bcrypt.CompareHashAndPassword(c.hash, []byte(pass)) != nil {
-		return "", false
+	select {
+	case a.hashing <- struct{}{}:
+	case <-ctx.Done():
+		return "", false, errorf(codeOperationTimeout, "Too many authentications in progress; retry")
 	}
+	ok = compareBcrypt(c.hash, []byte(pass)) == nil
+	<-a.hashing
 	a.mu.Lock()
-	a.verified[user] = sum
+	if ok {
+		a.verified[user] = sum
+	} else {
+		a.refused[user] = sum
+	}
 	a.mu.Unlock()
-	return user, true
+	if !ok {
+		return "", false, nil
+	}
+	return user, true, nil
 }
 
 // may reports whether user may read (or write) subject; subject "" asks
@@ -239,12 +280,15 @@ func (a *Auth) mayAny(user string) bool { return a.grants == nil || len(a.grants
 
 // authorize decides a request on route pattern: the user, and an error
 // (401 or 403) when it may not go on.
-func (r *Registry) authorize(pattern string, req *http.Request) (string, *apiError) {
+func (r *Registry) authorize(ctx context.Context, pattern string, req *http.Request) (string, *apiError) {
 	a := r.opts.Auth
 	if a == nil {
 		return "", nil
 	}
-	user, ok := a.authenticate(req)
+	user, ok, busy := a.authenticate(ctx, req)
+	if busy != nil {
+		return "", busy
+	}
 	if !ok {
 		r.metrics.authFailures.WithLabelValues("unauthenticated").Inc()
 		r.logger.Info("schema registry: authentication failed", "remote", req.RemoteAddr, "route", pattern)
@@ -271,13 +315,9 @@ func (r *Registry) authorize(pattern string, req *http.Request) (string, *apiErr
 	return user, nil
 }
 
-// readable keeps the subjects user may read.
-func (r *Registry) readable(user string, names []string) []string {
-	kept := names[:0:0]
-	for _, n := range names {
-		if r.opts.Auth.may(user, n, false) {
-			kept = append(kept, n)
-		}
-	}
-	return kept
+// mayRead reports whether the request's user may read subject: what
+// every answer listing subjects (GET /subjects, the subjects and versions
+// of a schema id) keeps.
+func (r *Registry) mayRead(req *request, subject string) bool {
+	return r.opts.Auth == nil || r.opts.Auth.may(req.user, subject, false)
 }

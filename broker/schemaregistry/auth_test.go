@@ -2,12 +2,15 @@ package schemaregistry
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -36,7 +39,7 @@ func TestParseAuth(t *testing.T) {
 		ok         bool
 	}{{"alice", "alice-pw", true}, {"alice", "alice-pw", true}, {"alice", "bob pw", false}, {"bob", "bob pw", true},
 		{"bob", "bob", false}, {"carol", "carol-pw", true}, {"carol", "carol-pw ", false}, {"dave", "alice-pw", false}} {
-		if _, ok := a.authenticate(basic(c.user, c.pass)); ok != c.ok {
+		if _, ok, _ := a.authenticate(context.Background(), basic(c.user, c.pass)); ok != c.ok {
 			t.Errorf("%s with %q: authenticated %v, want %v", c.user, c.pass, ok, c.ok)
 		}
 	}
@@ -66,6 +69,67 @@ func TestParseAuth(t *testing.T) {
 		if err != nil && strings.Contains(c.passwords, "s3cret") && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("the error shows the password: %v", err)
 		}
+	}
+}
+
+// TestBcryptComparedOncePerPassword: bcrypt costs tens of milliseconds a
+// comparison and any client can ask for one, so a client authenticating
+// every request with its password, or retrying a stale one, costs one
+// comparison, not one a request; and the comparisons at once are bounded.
+func TestBcryptComparedOncePerPassword(t *testing.T) {
+	hash, _ := bcrypt.GenerateFromPassword([]byte("alice-pw"), bcrypt.MinCost)
+	a, err := ParseAuth("alice:"+string(hash)+"\n", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	compared, inFlight, most := 0, 0, 0
+	real := compareBcrypt
+	compareBcrypt = func(h, p []byte) error {
+		mu.Lock()
+		compared, inFlight = compared+1, inFlight+1
+		most = max(most, inFlight)
+		mu.Unlock()
+		err := real(h, p)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return err
+	}
+	t.Cleanup(func() { compareBcrypt = real })
+	try := func(pass string) bool {
+		r, _ := http.NewRequest("GET", "http://x/", nil)
+		r.SetBasicAuth("alice", pass)
+		_, ok, busy := a.authenticate(context.Background(), r)
+		if busy != nil {
+			t.Fatal(busy)
+		}
+		return ok
+	}
+	for i := 0; i < 5; i++ {
+		if try("stale-pw") {
+			t.Fatal("a wrong password accepted")
+		}
+		if !try("alice-pw") {
+			t.Fatal("the password refused")
+		}
+	}
+	if compared != 2 {
+		t.Errorf("10 requests with 2 passwords cost %d bcrypt comparisons, want 2", compared)
+	}
+	// Many different wrong passwords at once: each is compared, but no more
+	// at once than the hashing slots.
+	var wg sync.WaitGroup
+	for i := 0; i < 4*cap(a.hashing); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			try(fmt.Sprint("guess-", i))
+		}()
+	}
+	wg.Wait()
+	if most > cap(a.hashing) {
+		t.Errorf("%d bcrypt comparisons at once, want at most %d", most, cap(a.hashing))
 	}
 }
 
@@ -125,6 +189,20 @@ func TestRegistryTLSAndAuth(t *testing.T) {
 	}
 	if subjects, err := bob.Subjects(ctx); err != nil || !slices.Equal(subjects, []string{"orders-value"}) {
 		t.Errorf("bob lists %v (%v), want only orders-value", subjects, err)
+	}
+	// The same schema under a subject bob may not read: the subjects and
+	// versions of its id name only what he may read, as GET /subjects.
+	if s, err := alice.CreateSchema(ctx, "users-orders", avroSchema(orderSchema)); err != nil || s.ID != orders.ID {
+		t.Fatalf("alice registers the orders schema again: %+v %v", s, err)
+	}
+	if subjects, err := bob.SubjectsByID(ctx, orders.ID); err != nil || !slices.Equal(subjects, []string{"orders-value"}) {
+		t.Errorf("bob lists the subjects of id %d: %v (%v), want only orders-value", orders.ID, subjects, err)
+	}
+	if usages, err := bob.SchemaUsagesByID(ctx, orders.ID); err != nil || len(usages) != 1 || usages[0].Subject != "orders-value" {
+		t.Errorf("bob lists the versions of id %d: %+v (%v), want only orders-value's", orders.ID, usages, err)
+	}
+	if subjects, err := alice.SubjectsByID(ctx, orders.ID); err != nil || len(subjects) != 2 {
+		t.Errorf("alice lists the subjects of id %d: %v (%v), want both", orders.ID, subjects, err)
 	}
 	forbidden := testCounter(reg.metrics.authFailures.WithLabelValues("forbidden"))
 	if _, err := bob.CreateSchema(ctx, "orders-value", avroSchema(orderSchema)); srCode(err) != codeForbidden {

@@ -26,7 +26,7 @@ func versionOf(subject string, v *version, ps parsedSchema) subjectVersion {
 func (r *Registry) listSubjects(req *request) (any, error) {
 	var names []string
 	r.store.view(func(st *state) { names = st.subjectNames(queryBool(req.URL.Query().Get("deleted"))) })
-	return names, nil
+	return slices.DeleteFunc(names, func(n string) bool { return !r.mayRead(req, n) }), nil
 }
 
 func (r *Registry) listVersions(req *request) (any, error) {
@@ -219,7 +219,7 @@ func (r *Registry) idUsages(req *request) ([]subjectVersion, error) {
 	var out []subjectVersion
 	r.store.view(func(st *state) {
 		for _, v := range st.byNonce {
-			if v.id == id && (deleted || !v.deleted) {
+			if v.id == id && (deleted || !v.deleted) && r.mayRead(req, v.subject) {
 				out = append(out, subjectVersion{Subject: v.subject, Version: v.number})
 			}
 		}

@@ -120,7 +120,7 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 		}()
 		var answer any
 		var err error
-		if user, aerr := r.authorize(pattern, hr); aerr != nil {
+		if user, aerr := r.authorize(ctx, pattern, hr); aerr != nil {
 			if aerr.code == codeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Basic realm="sluice-schema-registry"`)
 			}
@@ -131,9 +131,6 @@ func (r *Registry) wrap(pattern string, e endpoint) http.Handler {
 		}
 		if err == nil {
 			answer, err = e(req)
-		}
-		if names, ok := answer.([]string); ok && pattern == "GET /subjects" && r.opts.Auth != nil {
-			answer = r.readable(req.user, names)
 		}
 		if err != nil {
 			var aerr *apiError

@@ -1,10 +1,12 @@
 package kafka
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,5 +178,46 @@ func TestTLSConfigFromFiles(t *testing.T) {
 	}
 	if cfg, _ := (Security{}).TLSConfig(); cfg != nil {
 		t.Error("PLAINTEXT has a TLS config")
+	}
+}
+
+// SkipHostnameVerification (ssl.endpoint.identification.algorithm= empty)
+// turns off crypto/tls's checks for its own: a broker whose certificate
+// names another host is accepted when the CA signed it, and refused when
+// another CA did, as with the name checked.
+func TestSkipHostnameVerificationChecksTheChain(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := certs.NewCA("ca")
+	caFile, _ := ca.Write(dir, "ca")
+	other, _ := certs.NewCA("other")
+	handshake := func(issuer *certs.CA, sec Security) error {
+		pair, err := issuer.Issue("broker", certs.Options{Hosts: []string{"elsewhere.example"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := sec.TLSConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, s := net.Pipe()
+		defer c.Close()
+		defer s.Close()
+		go func() { _ = tls.Server(s, &tls.Config{Certificates: []tls.Certificate{cert}}).Handshake() }()
+		cfg.ServerName = "broker.example"
+		return tls.Client(c, cfg).Handshake()
+	}
+	skip := Security{Protocol: SSL, CA: caFile, SkipHostnameVerification: true}
+	if err := handshake(ca, skip); err != nil {
+		t.Errorf("a certificate of the CA for another host: %v, want accepted", err)
+	}
+	if err := handshake(other, skip); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Errorf("a certificate of another CA: %v, want refused", err)
+	}
+	if err := handshake(ca, Security{Protocol: SSL, CA: caFile}); err == nil || !strings.Contains(err.Error(), "broker.example") {
+		t.Errorf("another host with the name checked: %v, want refused", err)
 	}
 }

@@ -244,13 +244,20 @@ const startAttempts = 3
 // startKafkaRetrying starts a broker in a new directory made by mkdir, trying
 // again with new ports and a new directory when a start-up fails.
 func startKafkaRetrying(mkdir func() (string, error)) (*Kafka, error) {
+	return startRetrying(mkdir, func(dir string) (*Kafka, error) { return StartKafkaProcess(KafkaOptions{Dir: dir}) })
+}
+
+// startRetrying is startKafkaRetrying for any broker start (a Kafka, a
+// SecureKafka).
+func startRetrying[K any](mkdir func() (string, error), start func(dir string) (K, error)) (K, error) {
 	var errs []error
 	for attempt := 0; attempt < startAttempts; attempt++ {
 		dir, err := mkdir()
 		if err != nil {
-			return nil, err
+			var zero K
+			return zero, err
 		}
-		k, err := StartKafkaProcess(KafkaOptions{Dir: dir})
+		k, err := start(dir)
 		if err == nil {
 			return k, nil
 		}
@@ -259,7 +266,8 @@ func startKafkaRetrying(mkdir func() (string, error)) (*Kafka, error) {
 			break // a missing install is not worth retrying
 		}
 	}
-	return nil, errors.Join(errs...)
+	var zero K
+	return zero, errors.Join(errs...)
 }
 
 // StartKafka starts a broker owned by this test and stopped at its cleanup.

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,26 +115,10 @@ func SharedSecureKafka(t testing.TB) *SecureKafka {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var errs []error
-		for attempt := 0; attempt < startAttempts && sharedSecure.kafka == nil; attempt++ {
-			sub, err := os.MkdirTemp(dir, "attempt-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := StartSecureKafkaProcess(sub)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("attempt %d: %w", attempt+1, err))
-				if _, cpErr := Classpath(); cpErr != nil {
-					break
-				}
-				continue
-			}
-			sharedSecure.kafka = k
-		}
+		sharedSecure.kafka, sharedSecure.err = startRetrying(func() (string, error) { return os.MkdirTemp(dir, "attempt-") }, StartSecureKafkaProcess)
 		if k := sharedSecure.kafka; k != nil {
 			shared.cleanup = append(shared.cleanup, func() { k.Stop(); os.RemoveAll(dir) })
 		} else {
-			sharedSecure.err = errors.Join(errs...)
 			os.RemoveAll(dir)
 		}
 	}
@@ -149,22 +132,10 @@ func SharedSecureKafka(t testing.TB) *SecureKafka {
 // its cleanup.
 func StartSecureKafka(t testing.TB) *SecureKafka {
 	t.Helper()
-	var errs []error
-	for attempt := 0; attempt < startAttempts; attempt++ {
-		dir, err := os.MkdirTemp(t.TempDir(), "secure-kafka-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := StartSecureKafkaProcess(dir)
-		if err == nil {
-			t.Cleanup(k.Stop)
-			return k
-		}
-		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt+1, err))
-		if _, cpErr := Classpath(); cpErr != nil {
-			break
-		}
+	k, err := startRetrying(func() (string, error) { return os.MkdirTemp(t.TempDir(), "secure-kafka-") }, StartSecureKafkaProcess)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal(errors.Join(errs...))
-	return nil
+	t.Cleanup(k.Stop)
+	return k
 }
