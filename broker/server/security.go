@@ -28,6 +28,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -52,8 +53,9 @@ type listener struct {
 var errUnauthenticated = errors.New("server: authentication")
 
 // buildListeners prepares cfg's listeners; the first is the default one
-// (Serve). With none configured there is one PLAINTEXT listener.
-func buildListeners(cfg config.Broker) ([]*listener, error) {
+// (Serve). With none configured there is one PLAINTEXT listener. A
+// certificate reload is logged: an error once per broken file, at Error.
+func buildListeners(cfg config.Broker, logger *slog.Logger) ([]*listener, error) {
 	if len(cfg.Security.Listeners) == 0 {
 		return []*listener{{name: config.Plaintext, protocol: config.Plaintext, advertised: cfg.AdvertisedListener}}, nil
 	}
@@ -61,7 +63,14 @@ func buildListeners(cfg config.Broker) ([]*listener, error) {
 	for _, l := range cfg.Security.Listeners {
 		sl := &listener{name: l.Name, protocol: l.Protocol, sasl: l.UsesSASL(), mechanisms: l.Mechanisms, advertised: l.Advertised}
 		if l.UsesTLS() {
-			t, err := security.NewTLS(l.TLS)
+			name := l.Name
+			t, err := security.NewTLS(l.TLS, func(err error) {
+				if err != nil {
+					logger.Error("certificate reload failed: the previous certificate stays in use until the file is fixed", "listener", name, "err", err)
+				} else {
+					logger.Info("certificate reloaded", "listener", name)
+				}
+			})
 			if err != nil {
 				return nil, fmt.Errorf("server: listener %s: %w", l.Name, err)
 			}

@@ -169,7 +169,7 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
-	specs, err := buildListeners(cfg)
+	specs, err := buildListeners(cfg, opts.Logger)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
