@@ -76,6 +76,9 @@ func NewCredential(mechanism, password string, iterations int) (Credential, erro
 	if iterations == 0 {
 		iterations = DefaultIterations
 	}
+	if err := checkIterations(iterations); err != nil {
+		return Credential{}, err // before deriving: the work grows with the count
+	}
 	salt := make([]byte, 32)
 	if _, err := rand.Read(salt); err != nil {
 		return Credential{}, err
@@ -95,8 +98,8 @@ func CredentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 	if !ok {
 		return Credential{}, fmt.Errorf("%w: unknown SCRAM mechanism %q", ErrInvalidCredential, mechanism)
 	}
-	if iterations < MinIterations || iterations > MaxIterations {
-		return Credential{}, fmt.Errorf("%w: %d iterations, outside %d..%d", ErrInvalidCredential, iterations, MinIterations, MaxIterations)
+	if err := checkIterations(iterations); err != nil {
+		return Credential{}, err
 	}
 	if len(salt) == 0 || len(salt) > 1024 {
 		return Credential{}, fmt.Errorf("%w: salt of %d bytes", ErrInvalidCredential, len(salt))
@@ -111,11 +114,21 @@ func CredentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 		ServerKey: hmacOf(m, salted, []byte("Server Key")), Iterations: iterations}, nil
 }
 
+func checkIterations(n int) error {
+	if n < MinIterations || n > MaxIterations {
+		return fmt.Errorf("%w: %d iterations, outside %d..%d", ErrInvalidCredential, n, MinIterations, MaxIterations)
+	}
+	return nil
+}
+
 // Verify reports whether password matches the credential (PLAIN against
-// the SCRAM store), in constant time over the keys.
+// the SCRAM store), in constant time over the keys. The broker derives the
+// key for an unauthenticated client here, so a stored credential with more
+// than MaxIterations (a hand-edited or migrated store) is refused rather
+// than derived: SCRAM, where the client derives, still accepts it.
 func (c Credential) Verify(password string) bool {
 	m, ok := scramMechanisms[c.Mechanism]
-	if !ok {
+	if !ok || c.Iterations > MaxIterations {
 		return false
 	}
 	salted, err := pbkdf2.Key(m.hash, password, c.Salt, c.Iterations, m.size)
