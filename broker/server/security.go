@@ -135,8 +135,14 @@ func (c *conn) secure() bool {
 	if l.tls == nil {
 		return true
 	}
+	// connections.max.idle.ms bounds the handshake as it bounds the wait
+	// for a request: without it (sasl.handshake.timeout.ms=0) a client that
+	// never sends a ClientHello would hold the connection for ever.
+	_ = c.nc.SetDeadline(time.Now().Add(time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond))
 	tc := tls.Server(c.nc, l.tls.Config())
-	if err := tc.HandshakeContext(c.ctx); err != nil {
+	err := tc.HandshakeContext(c.ctx)
+	_ = c.nc.SetDeadline(time.Time{})
+	if err != nil {
 		c.s.metrics.authentications.WithLabelValues(l.name, "TLS", "failed").Inc()
 		c.logger.Info("closing connection: TLS handshake failed", "listener", l.name, "err", err)
 		return false
