@@ -247,3 +247,38 @@ func sendCertAnyway(c *tls.Config) *tls.Config {
 }
 
 var _ sasl.Mechanism = plain.Auth{}.AsMechanism()
+
+// TestAlterUserSCRAMCredentialsErrors: deleting a credential a user does
+// not have is RESOURCE_NOT_FOUND and changes nothing of that user; a user's
+// upsertion and deletion in one request are applied together.
+func TestAlterUserSCRAMCredentialsErrors(t *testing.T) {
+	pki := tlscerts.New(t)
+	ss := startSecureServer(t, pki, securityProps(pki))
+	ss.addUser(t, "alice", "alice-secret")
+	adm := kadm.NewClient(newClient(t, ss.addrs["PLAINTEXT"]))
+	res, err := adm.AlterUserSCRAMs(testCtx(t), []kadm.DeleteSCRAM{{User: "bob", Mechanism: kadm.ScramSha256}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res["bob"].Err; !errors.Is(err, kerr.ResourceNotFound) {
+		t.Fatalf("deleting a credential bob does not have: %v, want RESOURCE_NOT_FOUND", err)
+	}
+	res, err = adm.AlterUserSCRAMs(testCtx(t), []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha256}},
+		[]kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "new-secret"}})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("alter alice: %v, %v", err, res.Error())
+	}
+	described, err := adm.DescribeUserSCRAMs(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["alice"]; len(d.CredInfos) != 1 || d.CredInfos[0].Mechanism != kadm.ScramSha512 || d.CredInfos[0].Iterations != 4096 {
+		t.Fatalf("alice after the change: %+v", d)
+	}
+	if _, ok := described["bob"]; ok {
+		t.Fatal("a failed deletion created bob")
+	}
+	if err := roundTripRecords(t, ss.addrs["SASL_PLAINTEXT"], "new-password", 1, scramOpt("SCRAM-SHA-512", "alice", "new-secret")); err != nil {
+		t.Fatalf("alice with the new password: %v", err)
+	}
+}
