@@ -185,9 +185,21 @@ func hmacOf(m scramMechanism, key, msg []byte) []byte {
 	return h.Sum(nil)
 }
 
-// Lookup finds a user's credential for a mechanism; ok is false for an
-// unknown user or a user without that mechanism.
-type Lookup func(user, mechanism string) (c Credential, ok bool, err error)
+// Lookup returns a user's stored credentials (mechanism -> the form
+// Credential.String writes), nil for an unknown user: one read of the user
+// store per authentication, whichever mechanisms it tries.
+type Lookup func(user string) (map[string]string, error)
+
+// credential is user's credential for mechanism from lookup; ok is false
+// for an unknown user or a user without that mechanism.
+func credential(stored map[string]string, mechanism string) (c Credential, ok bool, err error) {
+	s, ok := stored[mechanism]
+	if !ok {
+		return Credential{}, false, nil
+	}
+	c, err = ParseCredential(mechanism, s)
+	return c, err == nil, err
+}
 
 // Conversation is one server side of a SASL exchange. Step takes the
 // client's token and returns the server's answer; done is true once the
@@ -269,7 +281,11 @@ func (s *scramConversation) clientFirst(msg string) ([]byte, bool, error) {
 	if cnonce == "" || strings.ContainsAny(cnonce, ",") {
 		return s.fail("client-first-message: empty nonce")
 	}
-	cred, found, err := s.lookup(user, s.m.name)
+	stored, err := s.lookup(user)
+	if err != nil {
+		return s.fail("credential lookup: %v", err)
+	}
+	cred, found, err := credential(stored, s.m.name)
 	if err != nil {
 		return s.fail("credential lookup: %v", err)
 	}
@@ -372,8 +388,12 @@ func (p *plainConversation) Step(token []byte) ([]byte, bool, error) {
 	if authz != "" && authz != user {
 		return nil, false, fmt.Errorf("%w: PLAIN: authorization id differs from the user name", ErrAuthentication)
 	}
+	stored, err := p.lookup(user)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: PLAIN: credential lookup: %v", ErrAuthentication, err)
+	}
 	for _, mech := range []string{ScramSHA512, ScramSHA256} {
-		c, ok, err := p.lookup(user, mech)
+		c, ok, err := credential(stored, mech)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: PLAIN: credential lookup: %v", ErrAuthentication, err)
 		}

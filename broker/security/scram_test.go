@@ -43,3 +43,34 @@ func TestIterationBoundsBeforeWork(t *testing.T) {
 		t.Fatal("a 2^30-iteration count was derived, not refused")
 	}
 }
+
+// TestOneLookupPerAuthentication: PLAIN, which accepts either SCRAM
+// credential, reads the user store once per attempt, for a user with only
+// SCRAM-SHA-256 and for an unknown user alike (each read is a ZooKeeper
+// round trip in a cluster, for an unauthenticated client).
+func TestOneLookupPerAuthentication(t *testing.T) {
+	c256, err := NewCredential(ScramSHA256, "secret", MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]map[string]string{"bob": {ScramSHA256: c256.String()}}
+	lookups := 0
+	lookup := func(user string) (map[string]string, error) { lookups++; return users[user], nil }
+	for _, tc := range []struct {
+		user, password string
+		ok             bool
+	}{{"bob", "secret", true}, {"bob", "wrong", false}, {"mallory", "x", false}} {
+		lookups = 0
+		conv, err := NewConversation(Plain, lookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, done, err := conv.Step([]byte("\x00" + tc.user + "\x00" + tc.password))
+		if done != tc.ok || (err == nil) != tc.ok || (tc.ok && conv.User() != tc.user) {
+			t.Errorf("PLAIN %s/%s: done %v, err %v, user %q; want ok=%v", tc.user, tc.password, done, err, conv.User(), tc.ok)
+		}
+		if lookups != 1 {
+			t.Errorf("PLAIN %s/%s: %d reads of the user store, want 1", tc.user, tc.password, lookups)
+		}
+	}
+}

@@ -182,24 +182,12 @@ func (c *conn) gate(key int16) error {
 	return nil
 }
 
-// lookupCredential finds a user's SCRAM credential in the metadata store.
-func (s *Server) lookupCredential(user, mechanism string) (security.Credential, bool, error) {
+// lookupCredentials returns a user's stored SCRAM credentials.
+func (s *Server) lookupCredentials(user string) (map[string]string, error) {
 	if s.users == nil {
-		return security.Credential{}, false, errors.New("this broker's metadata store keeps no users")
+		return nil, errors.New("this broker's metadata store keeps no users")
 	}
-	creds, err := s.users.User(user)
-	if err != nil {
-		return security.Credential{}, false, err
-	}
-	stored, ok := creds[mechanism]
-	if !ok {
-		return security.Credential{}, false, nil
-	}
-	c, err := security.ParseCredential(mechanism, stored)
-	if err != nil {
-		return security.Credential{}, false, err
-	}
-	return c, true, nil
+	return s.users.User(user)
 }
 
 // stepSASL feeds one client token to the exchange under way; done means
@@ -244,7 +232,7 @@ func (c *conn) startSASL(mechanism string) error {
 	if !slices.Contains(c.l.mechanisms, mechanism) {
 		return fmt.Errorf("mechanism %q is not enabled on listener %s", mechanism, c.l.name)
 	}
-	conv, err := security.NewConversation(mechanism, c.s.lookupCredential)
+	conv, err := security.NewConversation(mechanism, c.s.lookupCredentials)
 	if err != nil {
 		return err
 	}
