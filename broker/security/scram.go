@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -114,6 +115,16 @@ func CredentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 		ServerKey: hmacOf(m, salted, []byte("Server Key")), Iterations: iterations}, nil
 }
 
+// verifySlots bounds the PLAIN verifications deriving at once to half the
+// processors (at least one): each is up to MaxIterations of PBKDF2 (some
+// 8 ms of SHA-512) that any client can ask for before authenticating, by
+// reconnecting, so a flood of PLAIN attempts queues here instead of taking
+// every core from the brokers' other work.
+var verifySlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+
+// deriveKey is PBKDF2 (a variable for the test that counts derivations at once).
+var deriveKey = pbkdf2.Key[hash.Hash]
+
 func checkIterations(n int) error {
 	if n < MinIterations || n > MaxIterations {
 		return fmt.Errorf("%w: %d iterations, outside %d..%d", ErrInvalidCredential, n, MinIterations, MaxIterations)
@@ -131,7 +142,9 @@ func (c Credential) Verify(password string) bool {
 	if !ok || c.Iterations > MaxIterations {
 		return false
 	}
-	salted, err := pbkdf2.Key(m.hash, password, c.Salt, c.Iterations, m.size)
+	verifySlots <- struct{}{}
+	salted, err := deriveKey(m.hash, password, c.Salt, c.Iterations, m.size)
+	<-verifySlots
 	if err != nil {
 		return false
 	}

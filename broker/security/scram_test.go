@@ -1,7 +1,10 @@
 package security
 
 import (
+	"crypto/pbkdf2"
 	"errors"
+	"hash"
+	"sync"
 	"testing"
 	"time"
 )
@@ -72,5 +75,42 @@ func TestOneLookupPerAuthentication(t *testing.T) {
 		if lookups != 1 {
 			t.Errorf("PLAIN %s/%s: %d reads of the user store, want 1", tc.user, tc.password, lookups)
 		}
+	}
+}
+
+// TestVerifyDerivationsBounded: PLAIN verifications from many connections
+// at once (any client can start one before authenticating) derive at most
+// cap(verifySlots) keys at a time, and each still gets its answer.
+func TestVerifyDerivationsBounded(t *testing.T) {
+	c, err := NewCredential(ScramSHA512, "secret", MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	deriveKey = func(h func() hash.Hash, password string, salt []byte, iter, n int) ([]byte, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // overlap the callers
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		return pbkdf2.Key(h, password, salt, iter, n)
+	}
+	t.Cleanup(func() { deriveKey = pbkdf2.Key[hash.Hash] })
+	const callers = 16
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, want := c.Verify([]string{"secret", "wrong"}[i%2]), i%2 == 0; got != want {
+				t.Errorf("caller %d: Verify %v, want %v", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	if most > cap(verifySlots) {
+		t.Fatalf("%d of %d concurrent PLAIN verifications derived at once, want at most %d", most, callers, cap(verifySlots))
 	}
 }
