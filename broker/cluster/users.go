@@ -74,9 +74,24 @@ func (st *Store) User(name string) (map[string]string, error) {
 	return z.Config, nil
 }
 
-// SetUser implements metadata.UserStore: a create, a set at the version
-// read, or a delete at it, retried when another broker wrote in between.
+// SetUser implements metadata.UserStore: a blind replace (UpdateUser to
+// change what is there).
 func (st *Store) SetUser(name string, creds map[string]string) error {
+	known := true
+	err := st.UpdateUser(name, func(old map[string]string) (map[string]string, error) {
+		known = old != nil
+		return creds, nil
+	})
+	if err == nil && !known && len(creds) == 0 {
+		return fmt.Errorf("%w: %q", metadata.ErrUnknownUser, name)
+	}
+	return err
+}
+
+// UpdateUser implements metadata.UserStore: the node read with its version,
+// changed, and created, set or deleted at that version; read again and
+// changed again when another broker wrote in between.
+func (st *Store) UpdateUser(name string, change func(map[string]string) (map[string]string, error)) error {
 	if name == "" || len(name) > metadata.MaxUserName {
 		return storeErr("user name of %d bytes", len(name))
 	}
@@ -89,19 +104,34 @@ func (st *Store) SetUser(name string, creds map[string]string) error {
 	}
 	p := s.Path(userPath(name))
 	for try := 0; try < maxCASRetries; try++ {
-		ok, stat, err := s.ZK().Exists(p)
+		data, stat, err := s.ZK().Get(p)
+		exists := !isNoNode(err)
+		if err != nil && exists {
+			return storeErr("read %s: %v", userPath(name), err)
+		}
+		var z configZNode
+		if exists {
+			if err := json.Unmarshal(data, &z); err != nil {
+				return fmt.Errorf("%w: %s: %v", metadata.ErrCorrupt, userPath(name), err)
+			}
+		}
+		var old map[string]string
+		if len(z.Config) > 0 {
+			old = z.Config
+		}
+		next, err := change(old)
 		if err != nil {
-			return storeErr("%s: %v", userPath(name), err)
+			return err
 		}
 		switch {
-		case !ok && len(creds) == 0:
-			return fmt.Errorf("%w: %q", metadata.ErrUnknownUser, name)
-		case !ok:
-			_, err = s.ZK().Create(p, encodeConfig(creds), 0, acl)
-		case len(creds) == 0:
+		case !exists && len(next) == 0:
+			return nil
+		case !exists:
+			_, err = s.ZK().Create(p, encodeConfig(next), 0, acl)
+		case len(next) == 0:
 			err = s.ZK().Delete(p, stat.Version)
 		default:
-			_, err = s.ZK().Set(p, encodeConfig(creds), stat.Version)
+			_, err = s.ZK().Set(p, encodeConfig(next), stat.Version)
 		}
 		switch {
 		case err == nil:

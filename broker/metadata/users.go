@@ -31,6 +31,14 @@ type UserStore interface {
 	User(name string) (map[string]string, error)
 	// SetUser replaces a user's credentials; an empty map removes the user.
 	SetUser(name string, creds map[string]string) error
+	// UpdateUser changes a user's credentials atomically: change gets the
+	// current ones (nil for none; its own copy) and returns the next (empty
+	// removes the user; removing one with none is no change) or an error,
+	// which UpdateUser returns having written nothing. No other change to
+	// the user, by this process or another broker, comes in between: a
+	// store that saw one retries with the newer credentials, so change may
+	// run more than once.
+	UpdateUser(name string, change func(creds map[string]string) (map[string]string, error)) error
 }
 
 // MaxUserName is the longest user name stored (Kafka does not bound it;
@@ -80,15 +88,43 @@ func (s *FileStore) User(name string) (map[string]string, error) {
 
 // SetUser implements UserStore.
 func (s *FileStore) SetUser(name string, creds map[string]string) error {
-	if name == "" || len(name) > MaxUserName {
-		return fmt.Errorf("%w: user name of %d bytes", ErrStorage, len(name))
+	if err := checkUserName(name); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, had := s.users[name]
-	if len(creds) == 0 && !had {
+	if _, had := s.users[name]; len(creds) == 0 && !had {
 		return fmt.Errorf("%w: %q", ErrUnknownUser, name)
 	}
+	return s.setUserLocked(name, creds)
+}
+
+// UpdateUser implements UserStore.
+func (s *FileStore) UpdateUser(name string, change func(map[string]string) (map[string]string, error)) error {
+	if err := checkUserName(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, err := change(copyCreds(s.users[name]))
+	if err != nil {
+		return err
+	}
+	if _, had := s.users[name]; len(next) == 0 && !had {
+		return nil
+	}
+	return s.setUserLocked(name, next)
+}
+
+func checkUserName(name string) error {
+	if name == "" || len(name) > MaxUserName {
+		return fmt.Errorf("%w: user name of %d bytes", ErrStorage, len(name))
+	}
+	return nil
+}
+
+func (s *FileStore) setUserLocked(name string, creds map[string]string) error {
+	old, had := s.users[name]
 	if s.users == nil {
 		s.users = map[string]map[string]string{}
 	}

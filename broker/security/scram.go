@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -76,6 +77,9 @@ func NewCredential(mechanism, password string, iterations int) (Credential, erro
 	if iterations == 0 {
 		iterations = DefaultIterations
 	}
+	if err := checkIterations(iterations); err != nil {
+		return Credential{}, err // before deriving: the work grows with the count
+	}
 	salt := make([]byte, 32)
 	if _, err := rand.Read(salt); err != nil {
 		return Credential{}, err
@@ -95,8 +99,8 @@ func CredentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 	if !ok {
 		return Credential{}, fmt.Errorf("%w: unknown SCRAM mechanism %q", ErrInvalidCredential, mechanism)
 	}
-	if iterations < MinIterations || iterations > MaxIterations {
-		return Credential{}, fmt.Errorf("%w: %d iterations, outside %d..%d", ErrInvalidCredential, iterations, MinIterations, MaxIterations)
+	if err := checkIterations(iterations); err != nil {
+		return Credential{}, err
 	}
 	if len(salt) == 0 || len(salt) > 1024 {
 		return Credential{}, fmt.Errorf("%w: salt of %d bytes", ErrInvalidCredential, len(salt))
@@ -111,14 +115,36 @@ func CredentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 		ServerKey: hmacOf(m, salted, []byte("Server Key")), Iterations: iterations}, nil
 }
 
+// verifySlots bounds the PLAIN verifications deriving at once to half the
+// processors (at least one): each is up to MaxIterations of PBKDF2 (some
+// 8 ms of SHA-512) that any client can ask for before authenticating, by
+// reconnecting, so a flood of PLAIN attempts queues here instead of taking
+// every core from the brokers' other work.
+var verifySlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+
+// deriveKey is PBKDF2 (a variable for the test that counts derivations at once).
+var deriveKey = pbkdf2.Key[hash.Hash]
+
+func checkIterations(n int) error {
+	if n < MinIterations || n > MaxIterations {
+		return fmt.Errorf("%w: %d iterations, outside %d..%d", ErrInvalidCredential, n, MinIterations, MaxIterations)
+	}
+	return nil
+}
+
 // Verify reports whether password matches the credential (PLAIN against
-// the SCRAM store), in constant time over the keys.
+// the SCRAM store), in constant time over the keys. The broker derives the
+// key for an unauthenticated client here, so a stored credential with more
+// than MaxIterations (a hand-edited or migrated store) is refused rather
+// than derived: SCRAM, where the client derives, still accepts it.
 func (c Credential) Verify(password string) bool {
 	m, ok := scramMechanisms[c.Mechanism]
-	if !ok {
+	if !ok || c.Iterations > MaxIterations {
 		return false
 	}
-	salted, err := pbkdf2.Key(m.hash, password, c.Salt, c.Iterations, m.size)
+	verifySlots <- struct{}{}
+	salted, err := deriveKey(m.hash, password, c.Salt, c.Iterations, m.size)
+	<-verifySlots
 	if err != nil {
 		return false
 	}
@@ -172,9 +198,21 @@ func hmacOf(m scramMechanism, key, msg []byte) []byte {
 	return h.Sum(nil)
 }
 
-// Lookup finds a user's credential for a mechanism; ok is false for an
-// unknown user or a user without that mechanism.
-type Lookup func(user, mechanism string) (c Credential, ok bool, err error)
+// Lookup returns a user's stored credentials (mechanism -> the form
+// Credential.String writes), nil for an unknown user: one read of the user
+// store per authentication, whichever mechanisms it tries.
+type Lookup func(user string) (map[string]string, error)
+
+// credential is user's credential for mechanism from lookup; ok is false
+// for an unknown user or a user without that mechanism.
+func credential(stored map[string]string, mechanism string) (c Credential, ok bool, err error) {
+	s, ok := stored[mechanism]
+	if !ok {
+		return Credential{}, false, nil
+	}
+	c, err = ParseCredential(mechanism, s)
+	return c, err == nil, err
+}
 
 // Conversation is one server side of a SASL exchange. Step takes the
 // client's token and returns the server's answer; done is true once the
@@ -256,7 +294,11 @@ func (s *scramConversation) clientFirst(msg string) ([]byte, bool, error) {
 	if cnonce == "" || strings.ContainsAny(cnonce, ",") {
 		return s.fail("client-first-message: empty nonce")
 	}
-	cred, found, err := s.lookup(user, s.m.name)
+	stored, err := s.lookup(user)
+	if err != nil {
+		return s.fail("credential lookup: %v", err)
+	}
+	cred, found, err := credential(stored, s.m.name)
 	if err != nil {
 		return s.fail("credential lookup: %v", err)
 	}
@@ -359,8 +401,12 @@ func (p *plainConversation) Step(token []byte) ([]byte, bool, error) {
 	if authz != "" && authz != user {
 		return nil, false, fmt.Errorf("%w: PLAIN: authorization id differs from the user name", ErrAuthentication)
 	}
+	stored, err := p.lookup(user)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: PLAIN: credential lookup: %v", ErrAuthentication, err)
+	}
 	for _, mech := range []string{ScramSHA512, ScramSHA256} {
-		c, ok, err := p.lookup(user, mech)
+		c, ok, err := credential(stored, mech)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: PLAIN: credential lookup: %v", ErrAuthentication, err)
 		}

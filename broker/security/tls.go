@@ -35,37 +35,48 @@ type TLSOptions struct {
 // TLS is a listener's TLS configuration. Files named by
 // ssl.keystore.location and ssl.truststore.location are read again when
 // their modification time or size changes, checked on every handshake (one
-// stat each), so a renewed certificate is used by the next connection; a
-// file that fails to load keeps the previous certificate in use and the
-// error is reported by LastReloadError.
+// stat each), so a renewed certificate is used by the next connection. A
+// change is read once: a file that fails to load keeps the previous
+// certificate in use until the file changes again, and the failure is
+// reported (NewTLS's onReload, LastReloadError).
 type TLS struct {
-	opts  TLSOptions
-	rules []principalRule
-	base  *tls.Config
+	opts     TLSOptions
+	rules    []principalRule
+	base     *tls.Config
+	server   *tls.Config // what Config returns: base with GetConfigForClient
+	onReload func(error)
 
-	mu         sync.Mutex // guards the fields below
-	cert       *tls.Certificate
-	pool       *x509.CertPool
-	keyStamp   fileStamp
-	trustStamp fileStamp
-	reloadErr  error
+	mu        sync.Mutex   // guards the fields below
+	current   *tls.Config  // base with the certificate and CAs in use
+	tried     [2]fileStamp // the keystore and truststore files as last read (successfully or not)
+	reloadErr error
 }
 
+// fileStamp identifies a version of a file; a file that cannot be
+// stat'ed has size -1.
 type fileStamp struct {
 	mod  time.Time
 	size int64
 }
 
-func stampOf(path string) (fileStamp, error) {
+func stampOf(path string) fileStamp {
+	if path == "" {
+		return fileStamp{}
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fileStamp{}, err
+		return fileStamp{size: -1} // the read that follows reports why
 	}
-	return fileStamp{fi.ModTime(), fi.Size()}, nil
+	return fileStamp{fi.ModTime(), fi.Size()}
 }
 
-// NewTLS checks opts and loads the certificates.
-func NewTLS(opts TLSOptions) (*TLS, error) {
+// readFile reads a PEM file (a variable for the test that counts reads).
+var readFile = os.ReadFile
+
+// NewTLS checks opts and loads the certificates. onReload, if not nil, is
+// called after each reading of a changed file: with nil when the new
+// material is in use, with the error when the previous stays.
+func NewTLS(opts TLSOptions, onReload func(error)) (*TLS, error) {
 	for _, t := range []struct{ key, v string }{{"ssl.keystore.type", opts.KeystoreType}, {"ssl.truststore.type", opts.TruststoreType}} {
 		if t.v != "" && !strings.EqualFold(t.v, "PEM") {
 			return nil, fmt.Errorf("%w: %s=%s: only PEM is supported (convert a JKS or PKCS12 store with keytool/openssl)", ErrConfig, t.key, t.v)
@@ -102,10 +113,17 @@ func NewTLS(opts TLSOptions) (*TLS, error) {
 	if auth != tls.NoClientCert && opts.TruststoreLocation == "" && opts.TruststoreCertificates == "" {
 		return nil, fmt.Errorf("%w: ssl.client.auth=%s needs ssl.truststore.location or ssl.truststore.certificates (the CAs client certificates are checked against)", ErrConfig, opts.ClientAuth)
 	}
-	t := &TLS{opts: opts, rules: rules}
+	t := &TLS{opts: opts, rules: rules, onReload: onReload}
 	t.base = &tls.Config{MinVersion: minV, MaxVersion: maxV, ClientAuth: auth}
 	if err := t.reload(true); err != nil {
 		return nil, err
+	}
+	t.server = t.base.Clone()
+	t.server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		_ = t.reload(false) // a bad new file keeps the old material; onReload says why
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.current, nil
 	}
 	return t, nil
 }
@@ -133,65 +151,60 @@ func tlsVersions(v string) (uint16, uint16, error) {
 	return minV, maxV, nil
 }
 
-// reload reads the PEM material again if a file changed (or always when
-// force); on error the previous material stays in use.
+// reload reads the PEM material again if a file changed since it was last
+// read (or always when force); on error the previous material stays in
+// use, and the same file is not read again until it changes.
 func (t *TLS) reload(force bool) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o := t.opts
-	keyStamp, trustStamp := t.keyStamp, t.trustStamp
-	changed := force
-	if o.KeystoreLocation != "" {
-		st, err := stampOf(o.KeystoreLocation)
-		if err != nil {
-			return t.failLocked(fmt.Errorf("%w: ssl.keystore.location %s: %v", ErrConfig, o.KeystoreLocation, err))
-		}
-		changed = changed || st != keyStamp
-		keyStamp = st
-	}
-	if o.TruststoreLocation != "" {
-		st, err := stampOf(o.TruststoreLocation)
-		if err != nil {
-			return t.failLocked(fmt.Errorf("%w: ssl.truststore.location %s: %v", ErrConfig, o.TruststoreLocation, err))
-		}
-		changed = changed || st != trustStamp
-		trustStamp = st
-	}
-	if !changed {
+	stamps := [2]fileStamp{stampOf(o.KeystoreLocation), stampOf(o.TruststoreLocation)}
+	t.mu.Lock()
+	if !force && stamps == t.tried {
+		t.mu.Unlock()
 		return nil
 	}
+	t.tried = stamps
+	cfg, err := t.load()
+	if err == nil {
+		t.current = cfg
+	}
+	t.reloadErr = err
+	t.mu.Unlock()
+	if !force && t.onReload != nil {
+		t.onReload(err)
+	}
+	return err
+}
+
+// load reads and parses the keystore and truststore.
+func (t *TLS) load() (*tls.Config, error) {
+	o := t.opts
 	chain, key := []byte(o.KeystoreCertificateChain), []byte(o.KeystoreKey)
 	if o.KeystoreLocation != "" {
-		data, err := os.ReadFile(o.KeystoreLocation)
+		data, err := readFile(o.KeystoreLocation)
 		if err != nil {
-			return t.failLocked(fmt.Errorf("%w: ssl.keystore.location: %v", ErrConfig, err))
+			return nil, fmt.Errorf("%w: ssl.keystore.location: %v", ErrConfig, err)
 		}
 		chain, key = data, data
 	}
 	cert, err := tls.X509KeyPair(chain, key)
 	if err != nil {
-		return t.failLocked(fmt.Errorf("%w: keystore: %v", ErrConfig, err))
+		return nil, fmt.Errorf("%w: keystore: %v", ErrConfig, err)
 	}
-	var pool *x509.CertPool
 	trust := []byte(o.TruststoreCertificates)
 	if o.TruststoreLocation != "" {
-		if trust, err = os.ReadFile(o.TruststoreLocation); err != nil {
-			return t.failLocked(fmt.Errorf("%w: ssl.truststore.location: %v", ErrConfig, err))
+		if trust, err = readFile(o.TruststoreLocation); err != nil {
+			return nil, fmt.Errorf("%w: ssl.truststore.location: %v", ErrConfig, err)
 		}
 	}
+	cfg := t.base.Clone()
+	cfg.Certificates = []tls.Certificate{cert}
 	if len(trust) > 0 {
-		pool = x509.NewCertPool()
-		if n := appendPEMCerts(pool, trust); n == 0 {
-			return t.failLocked(fmt.Errorf("%w: truststore holds no PEM certificate", ErrConfig))
+		cfg.ClientCAs = x509.NewCertPool()
+		if n := appendPEMCerts(cfg.ClientCAs, trust); n == 0 {
+			return nil, fmt.Errorf("%w: truststore holds no PEM certificate", ErrConfig)
 		}
 	}
-	t.cert, t.pool, t.keyStamp, t.trustStamp, t.reloadErr = &cert, pool, keyStamp, trustStamp, nil
-	return nil
-}
-
-func (t *TLS) failLocked(err error) error {
-	t.reloadErr = err
-	return err
+	return cfg, nil
 }
 
 func appendPEMCerts(pool *x509.CertPool, data []byte) int {
@@ -224,20 +237,7 @@ func (t *TLS) LastReloadError() error {
 
 // Config is the tls.Config to serve with: each handshake first reloads
 // changed files, then uses the current certificate and trusted CAs.
-func (t *TLS) Config() *tls.Config {
-	c := t.base.Clone()
-	c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		_ = t.reload(false) // a bad new file keeps the old material; LastReloadError says why
-		t.mu.Lock()
-		cert, pool := t.cert, t.pool
-		t.mu.Unlock()
-		cc := t.base.Clone()
-		cc.Certificates = []tls.Certificate{*cert}
-		cc.ClientCAs = pool
-		return cc, nil
-	}
-	return c
-}
+func (t *TLS) Config() *tls.Config { return t.server }
 
 // Principal maps a verified client certificate chain to a principal with
 // ssl.principal.mapping.rules ("User:" + the mapped name); with no

@@ -18,12 +18,12 @@ package server
 
 import (
 	"errors"
+	"maps"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/broker/metadata"
 	"github.com/sluicehq/sluice/broker/security"
 )
 
@@ -115,29 +115,28 @@ func handleAlterUserScramCredentials(s *Server, rc *requestContext, req kmsg.Req
 	return kmsgReply{resp}, nil
 }
 
-// applyUserChange updates one user's stored credentials.
+// applyUserChange updates one user's stored credentials, atomically
+// against other changes to the user on any broker (UserStore.UpdateUser).
 func (s *Server) applyUserChange(user string, upsert map[string]string, del map[string]bool) (*kerr.Error, string) {
-	s.usersMu.Lock()
-	defer s.usersMu.Unlock()
-	creds, err := s.users.User(user)
-	if err != nil {
-		return kerr.KafkaStorageError, err.Error()
-	}
-	next := map[string]string{}
-	for k, v := range creds {
-		next[k] = v
-	}
-	for mech := range del {
-		if _, ok := next[mech]; !ok {
-			return kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist"
+	err := s.users.UpdateUser(user, func(creds map[string]string) (map[string]string, error) {
+		next := map[string]string{}
+		maps.Copy(next, creds)
+		for mech := range del {
+			if _, ok := next[mech]; !ok {
+				return nil, errNoCredential
+			}
+			delete(next, mech)
 		}
-		delete(next, mech)
-	}
-	for mech, v := range upsert {
-		next[mech] = v
-	}
-	if err := s.users.SetUser(user, next); err != nil && !(len(next) == 0 && errors.Is(err, metadata.ErrUnknownUser)) {
+		maps.Copy(next, upsert)
+		return next, nil
+	})
+	switch {
+	case errors.Is(err, errNoCredential):
+		return kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist"
+	case err != nil:
 		return kerr.KafkaStorageError, err.Error()
 	}
 	return nil, ""
 }
+
+var errNoCredential = errors.New("no such credential")

@@ -28,6 +28,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -52,8 +53,9 @@ type listener struct {
 var errUnauthenticated = errors.New("server: authentication")
 
 // buildListeners prepares cfg's listeners; the first is the default one
-// (Serve). With none configured there is one PLAINTEXT listener.
-func buildListeners(cfg config.Broker) ([]*listener, error) {
+// (Serve). With none configured there is one PLAINTEXT listener. A
+// certificate reload is logged: an error once per broken file, at Error.
+func buildListeners(cfg config.Broker, logger *slog.Logger) ([]*listener, error) {
 	if len(cfg.Security.Listeners) == 0 {
 		return []*listener{{name: config.Plaintext, protocol: config.Plaintext, advertised: cfg.AdvertisedListener}}, nil
 	}
@@ -61,7 +63,14 @@ func buildListeners(cfg config.Broker) ([]*listener, error) {
 	for _, l := range cfg.Security.Listeners {
 		sl := &listener{name: l.Name, protocol: l.Protocol, sasl: l.UsesSASL(), mechanisms: l.Mechanisms, advertised: l.Advertised}
 		if l.UsesTLS() {
-			t, err := security.NewTLS(l.TLS)
+			name := l.Name
+			t, err := security.NewTLS(l.TLS, func(err error) {
+				if err != nil {
+					logger.Error("certificate reload failed: the previous certificate stays in use until the file is fixed", "listener", name, "err", err)
+				} else {
+					logger.Info("certificate reloaded", "listener", name)
+				}
+			})
 			if err != nil {
 				return nil, fmt.Errorf("server: listener %s: %w", l.Name, err)
 			}
@@ -126,8 +135,14 @@ func (c *conn) secure() bool {
 	if l.tls == nil {
 		return true
 	}
+	// connections.max.idle.ms bounds the handshake as it bounds the wait
+	// for a request: without it (sasl.handshake.timeout.ms=0) a client that
+	// never sends a ClientHello would hold the connection for ever.
+	_ = c.nc.SetDeadline(time.Now().Add(time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond))
 	tc := tls.Server(c.nc, l.tls.Config())
-	if err := tc.HandshakeContext(c.ctx); err != nil {
+	err := tc.HandshakeContext(c.ctx)
+	_ = c.nc.SetDeadline(time.Time{})
+	if err != nil {
 		c.s.metrics.authentications.WithLabelValues(l.name, "TLS", "failed").Inc()
 		c.logger.Info("closing connection: TLS handshake failed", "listener", l.name, "err", err)
 		return false
@@ -167,24 +182,12 @@ func (c *conn) gate(key int16) error {
 	return nil
 }
 
-// lookupCredential finds a user's SCRAM credential in the metadata store.
-func (s *Server) lookupCredential(user, mechanism string) (security.Credential, bool, error) {
+// lookupCredentials returns a user's stored SCRAM credentials.
+func (s *Server) lookupCredentials(user string) (map[string]string, error) {
 	if s.users == nil {
-		return security.Credential{}, false, errors.New("this broker's metadata store keeps no users")
+		return nil, errors.New("this broker's metadata store keeps no users")
 	}
-	creds, err := s.users.User(user)
-	if err != nil {
-		return security.Credential{}, false, err
-	}
-	stored, ok := creds[mechanism]
-	if !ok {
-		return security.Credential{}, false, nil
-	}
-	c, err := security.ParseCredential(mechanism, stored)
-	if err != nil {
-		return security.Credential{}, false, err
-	}
-	return c, true, nil
+	return s.users.User(user)
 }
 
 // stepSASL feeds one client token to the exchange under way; done means
@@ -229,7 +232,7 @@ func (c *conn) startSASL(mechanism string) error {
 	if !slices.Contains(c.l.mechanisms, mechanism) {
 		return fmt.Errorf("mechanism %q is not enabled on listener %s", mechanism, c.l.name)
 	}
-	conv, err := security.NewConversation(mechanism, c.s.lookupCredential)
+	conv, err := security.NewConversation(mechanism, c.s.lookupCredentials)
 	if err != nil {
 		return err
 	}

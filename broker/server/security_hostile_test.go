@@ -160,6 +160,28 @@ func TestSecurityHandshakeNeverFinished(t *testing.T) {
 	}
 }
 
+// TestSecurityTLSHandshakeWithoutTimeout: with sasl.handshake.timeout.ms=0
+// (no authentication deadline) a TLS port given no ClientHello is still
+// closed, after connections.max.idle.ms, as an idle connection is.
+func TestSecurityTLSHandshakeWithoutTimeout(t *testing.T) {
+	pki := tlscerts.New(t)
+	ss := startSecureServer(t, pki, withProps(pki, map[string]string{"sasl.handshake.timeout.ms": "0", "connections.max.idle.ms": "300"}))
+	for _, listener := range []string{"SSL", "SASL_SSL"} {
+		nc := dialRaw(t, ss.addrs[listener]).nc
+		_ = nc.SetReadDeadline(time.Now().Add(15 * time.Second)) // 50 times connections.max.idle.ms
+		n, err := nc.Read(make([]byte, 1))
+		if n > 0 || err == nil {
+			t.Errorf("%s: got data, want the connection closed", listener)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Errorf("%s: no ClientHello, still open 15 s after accept (sasl.handshake.timeout.ms=0, connections.max.idle.ms=300)", listener)
+		}
+	}
+	good := newClient(t, ss.addrs["SSL"], kgo.DialTLSConfig(ss.tlsConfig(t, nil)))
+	if err := good.Ping(testCtx(t)); err != nil {
+		t.Fatalf("a TLS client after the idle ones: %v", err)
+	}
+}
+
 func dialTLS(t *testing.T, ss *secureServer, listener string) *tls.Conn {
 	t.Helper()
 	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ss.addrs[listener], ss.tlsConfig(t, nil))

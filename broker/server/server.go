@@ -70,7 +70,6 @@ type Server struct {
 	// default one (Serve) first; never empty.
 	listenerSpecs []*listener
 	users         metadata.UserStore // SCRAM credentials; nil if the store keeps none
-	usersMu       sync.Mutex         // serialises this broker's credential changes (read, change, write)
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -169,7 +168,7 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
-	specs, err := buildListeners(cfg)
+	specs, err := buildListeners(cfg, opts.Logger)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()

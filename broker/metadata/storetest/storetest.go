@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -23,6 +24,48 @@ func Run(t *testing.T, factory Factory) {
 	t.Run("ProducerIDs", func(t *testing.T) { producerIDs(t, factory(t)) })
 	t.Run("ConcurrentProducerIDs", func(t *testing.T) { concurrentProducerIDs(t, factory(t)) })
 	t.Run("Users", func(t *testing.T) { users(t, factory(t)) })
+	t.Run("ConcurrentUserUpdates", func(t *testing.T) { concurrentUserUpdates(t, factory(t)) })
+}
+
+// concurrentUserUpdates: UpdateUser calls racing on one user each add
+// their own credential and none is lost (a read, change and blind write
+// would lose most); a change that fails writes nothing.
+func concurrentUserUpdates(t *testing.T, open func() metadata.Store) {
+	us := open().(metadata.UserStore)
+	const workers, each = 4, 5
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				if err := us.UpdateUser("carol", func(creds map[string]string) (map[string]string, error) {
+					if creds == nil {
+						creds = map[string]string{}
+					}
+					creds[key] = "v"
+					return creds, nil
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := open().(metadata.UserStore).User("carol")
+	must(t, err)
+	if len(got) != workers*each {
+		t.Fatalf("%d concurrent updates of one user kept %d credentials: %v", workers*each, len(got), got)
+	}
+	refused := errors.New("refused")
+	if err := us.UpdateUser("carol", func(map[string]string) (map[string]string, error) { return nil, refused }); !errors.Is(err, refused) {
+		t.Fatalf("a failing change: %v, want its error", err)
+	}
+	if got, err := us.User("carol"); err != nil || len(got) != workers*each {
+		t.Fatalf("after a failing change: %d credentials, %v", len(got), err)
+	}
 }
 
 // users: SetUser adds, replaces and removes a user's credentials, a
