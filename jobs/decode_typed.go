@@ -223,26 +223,25 @@ func (d *protobufDecoder) message(ctx context.Context, id int, idx []int) (*prot
 	if err != nil {
 		return nil, err
 	}
-	pm = &protoMessage{}
+	// A path the schema has no message at is refused without being kept:
+	// such paths come from the records, without bound; the paths that
+	// name a message are as many as the schema's messages.
 	var md protoreflect.MessageDescriptor
 	msgs := c.(protoreflect.FileDescriptor).Messages()
 	for depth, i := range idx {
 		if i >= msgs.Len() {
-			pm.err = badRecord("protobuf: schema id %d has no message at index path %v (level %d)", id, idx, depth)
-			break
+			return nil, badRecord("protobuf: schema id %d has no message at index path %v (level %d)", id, idx, depth)
 		}
 		md = msgs.Get(i)
 		msgs = md.Messages()
 	}
-	if pm.err == nil {
-		text, err := protoschema.AvroSchema(md)
-		if err == nil {
-			pm.schema, err = parseSchema(text)
-		}
-		if err != nil {
-			pm.err = badRecord("protobuf: schema id %d message %s: %s", id, md.FullName(), shortError(err))
-		}
-		pm.md = md
+	pm = &protoMessage{md: md}
+	text, err := protoschema.AvroSchema(md)
+	if err == nil {
+		pm.schema, err = parseSchema(text)
+	}
+	if err != nil {
+		pm.err = badRecord("protobuf: schema id %d message %s: %s", id, md.FullName(), shortError(err))
 	}
 	d.mu.Lock()
 	d.messages[key.String()] = pm
