@@ -161,7 +161,7 @@ func parseTyped(ctx context.Context, sub submission, deps []dep, depth int) (par
 // canonical text is the text compacted: re-serialized, hamba/avro would
 // inline the referenced types.
 func parseAvroWithDeps(text string, deps []dep) (ps parsedSchema, err error) {
-	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+	if d := jschema.Depth([]byte(text)); d > maxSchemaDepth {
 		return ps, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
 	}
 	defer func() {
@@ -195,7 +195,7 @@ func parseAvroWithDeps(text string, deps []dep) (ps parsedSchema, err error) {
 // and the form do not change it), so a schema registered again in another
 // layout gets its id back.
 func parseProtobuf(ctx context.Context, text string, deps []dep) (parsedSchema, error) {
-	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+	if d := jschema.Depth([]byte(text)); d > maxSchemaDepth {
 		return parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
 	}
 	files := make(map[string]string, len(deps))
