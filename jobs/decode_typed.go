@@ -41,8 +41,15 @@ type typedRegistry struct {
 	refused  map[int]error
 }
 
-func newTypedRegistry(url string, want sr.SchemaType) (*typedRegistry, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+// newTypedRegistry is a client of decode.registry with decode.registry_auth,
+// as the Avro decoder's.
+func newTypedRegistry(spec *Spec, want sr.SchemaType) (*typedRegistry, error) {
+	url := spec.Decode.Registry
+	opts, err := spec.registryClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode.registry %q: %v", ErrSpec, url, err)
 	}
@@ -147,8 +154,8 @@ type protoMessage struct {
 	err    error // the bad-record refusal of the message
 }
 
-func newProtobufDecoder(url string) (*protobufDecoder, error) {
-	reg, err := newTypedRegistry(url, sr.TypeProtobuf)
+func newProtobufDecoder(spec *Spec) (*protobufDecoder, error) {
+	reg, err := newTypedRegistry(spec, sr.TypeProtobuf)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +280,8 @@ type jsonSchemaColumns struct {
 	schema    avro.Schema
 }
 
-func newJSONSchemaDecoder(url string) (*jsonSchemaDecoder, error) {
-	reg, err := newTypedRegistry(url, sr.TypeJSON)
+func newJSONSchemaDecoder(spec *Spec) (*jsonSchemaDecoder, error) {
+	reg, err := newTypedRegistry(spec, sr.TypeJSON)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func TestProtobufBadIndexesAreNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newProtobufDecoder("http://127.0.0.1:1") // never asked: id 7 is compiled already
+	d, err := newProtobufDecoder(&Spec{Decode: Decode{Format: "protobuf", Registry: "http://127.0.0.1:1"}}) // never asked: id 7 is compiled already
 	if err != nil {
 		t.Fatal(err)
 	}
