@@ -84,7 +84,7 @@ func (r *typedRegistry) get(ctx context.Context, id int, compile func(text strin
 		return nil, badRecord("schema id %d is %s, not %s", id, s.Type, r.want)
 	}
 	var deps []jschema.Dep
-	if err := r.references(ctx, s.References, 1, map[string]string{}, &deps); err != nil {
+	if err := r.references(ctx, s.References, 1, map[string]string{}, map[sr.SchemaReference]string{}, &deps); err != nil {
 		return nil, err
 	}
 	if c, err = compile(s.Schema, deps); err != nil {
@@ -109,26 +109,36 @@ func (r *typedRegistry) fetchError(err error, what string) error {
 }
 
 // references appends the schemas refs name to deps, each after its own.
-func (r *typedRegistry) references(ctx context.Context, refs []sr.SchemaReference, depth int, seen map[string]string, deps *[]jschema.Dep) error {
+// seen maps each reference name to its text; fetched holds the referenced
+// versions already expanded (subject and version), so that a version
+// several references share is fetched once, not once per path to it
+// (2^depth for a lattice).
+func (r *typedRegistry) references(ctx context.Context, refs []sr.SchemaReference, depth int, seen map[string]string, fetched map[sr.SchemaReference]string, deps *[]jschema.Dep) error {
 	if len(refs) > 0 && depth > maxRefDepth {
 		return badRecord("schema references nest more than %d deep", maxRefDepth)
 	}
 	for _, ref := range refs {
-		s, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
-		if err != nil {
-			return r.fetchError(err, fmt.Sprintf("reference %q (subject %s version %d)", ref.Name, ref.Subject, ref.Version))
-		}
-		if err := r.references(ctx, s.References, depth+1, seen, deps); err != nil {
-			return err
+		at := sr.SchemaReference{Subject: ref.Subject, Version: ref.Version}
+		text, ok := fetched[at]
+		if !ok {
+			s, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
+			if err != nil {
+				return r.fetchError(err, fmt.Sprintf("reference %q (subject %s version %d)", ref.Name, ref.Subject, ref.Version))
+			}
+			if err := r.references(ctx, s.References, depth+1, seen, fetched, deps); err != nil {
+				return err
+			}
+			text = s.Schema.Schema
+			fetched[at] = text
 		}
 		if old, ok := seen[ref.Name]; ok {
-			if old != s.Schema.Schema {
+			if old != text {
 				return badRecord("reference name %q names two schemas", ref.Name)
 			}
 			continue
 		}
-		seen[ref.Name] = s.Schema.Schema
-		if *deps = append(*deps, jschema.Dep{Name: ref.Name, Text: s.Schema.Schema}); len(*deps) > maxRefSchemas {
+		seen[ref.Name] = text
+		if *deps = append(*deps, jschema.Dep{Name: ref.Name, Text: text}); len(*deps) > maxRefSchemas {
 			return badRecord("more than %d schemas referenced", maxRefSchemas)
 		}
 	}
