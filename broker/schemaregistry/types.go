@@ -293,3 +293,22 @@ func (s *state) referencedBy(subject string, version int) []subjectVersion {
 	})
 	return out
 }
+
+// lowestReferenced is the lowest version of sub (subject name) that a
+// registration references, in one pass over the registrations (not one
+// per version).
+func (s *state) lowestReferenced(name string, sub *subject) (int, bool) {
+	lowest, found := 0, false
+	for _, v := range s.byNonce {
+		e := s.schemas[v.id]
+		if e == nil {
+			continue
+		}
+		for _, r := range e.schema.references {
+			if r.Subject == name && (!found || r.Version < lowest) && sub.find(r.Version, true) != nil {
+				lowest, found = r.Version, true
+			}
+		}
+	}
+	return lowest, found
+}
