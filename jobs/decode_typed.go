@@ -41,8 +41,15 @@ type typedRegistry struct {
 	refused  map[int]error
 }
 
-func newTypedRegistry(url string, want sr.SchemaType) (*typedRegistry, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+// newTypedRegistry is a client of decode.registry with decode.registry_auth,
+// as the Avro decoder's.
+func newTypedRegistry(spec *Spec, want sr.SchemaType) (*typedRegistry, error) {
+	url := spec.Decode.Registry
+	opts, err := spec.registryClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: decode.registry %q: %v", ErrSpec, url, err)
 	}
@@ -77,7 +84,7 @@ func (r *typedRegistry) get(ctx context.Context, id int, compile func(text strin
 		return nil, badRecord("schema id %d is %s, not %s", id, s.Type, r.want)
 	}
 	var deps []jschema.Dep
-	if err := r.references(ctx, s.References, 1, map[string]string{}, &deps); err != nil {
+	if err := r.references(ctx, s.References, 1, map[string]string{}, map[sr.SchemaReference]string{}, &deps); err != nil {
 		return nil, err
 	}
 	if c, err = compile(s.Schema, deps); err != nil {
@@ -102,26 +109,36 @@ func (r *typedRegistry) fetchError(err error, what string) error {
 }
 
 // references appends the schemas refs name to deps, each after its own.
-func (r *typedRegistry) references(ctx context.Context, refs []sr.SchemaReference, depth int, seen map[string]string, deps *[]jschema.Dep) error {
+// seen maps each reference name to its text; fetched holds the referenced
+// versions already expanded (subject and version), so that a version
+// several references share is fetched once, not once per path to it
+// (2^depth for a lattice).
+func (r *typedRegistry) references(ctx context.Context, refs []sr.SchemaReference, depth int, seen map[string]string, fetched map[sr.SchemaReference]string, deps *[]jschema.Dep) error {
 	if len(refs) > 0 && depth > maxRefDepth {
 		return badRecord("schema references nest more than %d deep", maxRefDepth)
 	}
 	for _, ref := range refs {
-		s, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
-		if err != nil {
-			return r.fetchError(err, fmt.Sprintf("reference %q (subject %s version %d)", ref.Name, ref.Subject, ref.Version))
-		}
-		if err := r.references(ctx, s.References, depth+1, seen, deps); err != nil {
-			return err
+		at := sr.SchemaReference{Subject: ref.Subject, Version: ref.Version}
+		text, ok := fetched[at]
+		if !ok {
+			s, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
+			if err != nil {
+				return r.fetchError(err, fmt.Sprintf("reference %q (subject %s version %d)", ref.Name, ref.Subject, ref.Version))
+			}
+			if err := r.references(ctx, s.References, depth+1, seen, fetched, deps); err != nil {
+				return err
+			}
+			text = s.Schema.Schema
+			fetched[at] = text
 		}
 		if old, ok := seen[ref.Name]; ok {
-			if old != s.Schema.Schema {
+			if old != text {
 				return badRecord("reference name %q names two schemas", ref.Name)
 			}
 			continue
 		}
-		seen[ref.Name] = s.Schema.Schema
-		if *deps = append(*deps, jschema.Dep{Name: ref.Name, Text: s.Schema.Schema}); len(*deps) > maxRefSchemas {
+		seen[ref.Name] = text
+		if *deps = append(*deps, jschema.Dep{Name: ref.Name, Text: text}); len(*deps) > maxRefSchemas {
 			return badRecord("more than %d schemas referenced", maxRefSchemas)
 		}
 	}
@@ -147,8 +164,8 @@ type protoMessage struct {
 	err    error // the bad-record refusal of the message
 }
 
-func newProtobufDecoder(url string) (*protobufDecoder, error) {
-	reg, err := newTypedRegistry(url, sr.TypeProtobuf)
+func newProtobufDecoder(spec *Spec) (*protobufDecoder, error) {
+	reg, err := newTypedRegistry(spec, sr.TypeProtobuf)
 	if err != nil {
 		return nil, err
 	}
@@ -223,26 +240,25 @@ func (d *protobufDecoder) message(ctx context.Context, id int, idx []int) (*prot
 	if err != nil {
 		return nil, err
 	}
-	pm = &protoMessage{}
+	// A path the schema has no message at is refused without being kept:
+	// such paths come from the records, without bound; the paths that
+	// name a message are as many as the schema's messages.
 	var md protoreflect.MessageDescriptor
 	msgs := c.(protoreflect.FileDescriptor).Messages()
 	for depth, i := range idx {
 		if i >= msgs.Len() {
-			pm.err = badRecord("protobuf: schema id %d has no message at index path %v (level %d)", id, idx, depth)
-			break
+			return nil, badRecord("protobuf: schema id %d has no message at index path %v (level %d)", id, idx, depth)
 		}
 		md = msgs.Get(i)
 		msgs = md.Messages()
 	}
-	if pm.err == nil {
-		text, err := protoschema.AvroSchema(md)
-		if err == nil {
-			pm.schema, err = parseSchema(text)
-		}
-		if err != nil {
-			pm.err = badRecord("protobuf: schema id %d message %s: %s", id, md.FullName(), shortError(err))
-		}
-		pm.md = md
+	pm = &protoMessage{md: md}
+	text, err := protoschema.AvroSchema(md)
+	if err == nil {
+		pm.schema, err = parseSchema(text)
+	}
+	if err != nil {
+		pm.err = badRecord("protobuf: schema id %d message %s: %s", id, md.FullName(), shortError(err))
 	}
 	d.mu.Lock()
 	d.messages[key.String()] = pm
@@ -274,8 +290,8 @@ type jsonSchemaColumns struct {
 	schema    avro.Schema
 }
 
-func newJSONSchemaDecoder(url string) (*jsonSchemaDecoder, error) {
-	reg, err := newTypedRegistry(url, sr.TypeJSON)
+func newJSONSchemaDecoder(spec *Spec) (*jsonSchemaDecoder, error) {
+	reg, err := newTypedRegistry(spec, sr.TypeJSON)
 	if err != nil {
 		return nil, err
 	}

@@ -290,10 +290,10 @@ func newDecoder(spec *Spec) (Decoder, error) {
 		}
 		return &avroFileDecoder{schema: s}, nil
 	case "protobuf":
-		return newProtobufDecoder(d.Registry)
+		return newProtobufDecoder(spec)
 	case "json":
 		if d.Registry != "" {
-			return newJSONSchemaDecoder(d.Registry)
+			return newJSONSchemaDecoder(spec)
 		}
 		if d.SchemaFile != "" {
 			s, err := readSchemaFile(spec.SchemaPath())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/protoschema"
 	"github.com/sluicehq/sluice/jobs"
+	"github.com/sluicehq/sluice/testdata/harness/kafka"
 )
 
 // typedClient runs testdata/typed_client.py (Confluent's Python
@@ -229,5 +231,78 @@ message Outer {
 	}
 	if err := rows.Err(); err != nil || got != n {
 		t.Fatalf("%d rows read back, want %d (%v)", got, n, err)
+	}
+}
+
+// TestTypedDecodersUseRegistryAuth: a Protobuf load from a registry that
+// requires basic auth, with decode.registry_auth naming the password file,
+// reads every record: the typed decoders' registry client carries the
+// credentials, as the Avro decoder's does.
+func TestTypedDecodersUseRegistryAuth(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := kafka.StartSluice(t)
+	dir := t.TempDir()
+	const writerPW, loaderPW = "writer-Pw-5", "loader-Pw-8"
+	passwords := filepath.Join(dir, "registry.passwords")
+	for name, body := range map[string]string{passwords: "writer:plain:" + writerPW + "\nloader:plain:" + loaderPW + "\n", filepath.Join(dir, "loader.pw"): loaderPW + "\n"} {
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := kafka.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := exec.CommandContext(ctx, kafka.SluiceBinary(t), "registry", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--bootstrap", b.Addr, "--registry-password-file", passwords)
+	var regOut strings.Builder
+	reg.Stdout, reg.Stderr = &regOut, &regOut
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	rc, err := sr.NewClient(sr.URLs(url), sr.BasicAuth("writer", writerPW))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `syntax = "proto3"; package ra; message Ev { int64 id = 1; }`
+	var ss sr.SubjectSchema
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if ss, err = rc.CreateSchema(ctx, "ra-value", sr.Schema{Schema: text, Type: sr.TypeProtobuf}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sluice registry did not answer at %s: %v\n%s", url, err, regOut.String())
+		}
+		time.Sleep(100 * time.Millisecond) // polling the registry's start, bounded by the deadline
+	}
+	fd, err := protoschema.Parse(ctx, text, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := fd.Messages().Get(0)
+	var serde sr.Serde
+	serde.Register(ss.ID, &dynamicpb.Message{}, sr.EncodeFn(func(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }), sr.Index(0))
+	const n = 5
+	var recs []*kgo.Record
+	for i := range n {
+		m := dynamicpb.NewMessage(ev)
+		m.Set(ev.Fields().ByName("id"), protoreflect.ValueOfInt64(int64(i)))
+		v, err := serde.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: "ra", Value: v, Timestamp: pageViewBase})
+	}
+	produceAll(t, ctx, b.Addr, "ra", 1, recs)
+	spec, _ := writeJob(t, dir, fmt.Sprintf(typedJob, "ra", b.Addr, "ra", "protobuf",
+		url+"\n  registry_auth: {username: loader, password_file: loader.pw}", jobs.BadRecordFail, filepath.Join(dir, "out"), "parquet"))
+	rep, err := jobs.Run(ctx, spec, jobs.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.RowsOut != n {
+		t.Fatalf("%d rows out, want %d", rep.Totals.RowsOut, n)
 	}
 }

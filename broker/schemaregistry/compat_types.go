@@ -8,6 +8,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sluicehq/sluice/internal/jschema"
 )
 
 // compatible reports whether a consumer using reader can read what a
@@ -191,7 +193,7 @@ func (c *jsonChecker) accepts(path string, r, w *jsonschema.Schema) error {
 	if err := c.budget.spend(1); err != nil {
 		return err
 	}
-	r, w = deref(r), deref(w)
+	r, w = jschema.Deref(r), jschema.Deref(w)
 	if r == nil || w == nil {
 		return nil
 	}
@@ -236,13 +238,6 @@ func (c *jsonChecker) accepts(path string, r, w *jsonschema.Schema) error {
 		return err
 	}
 	return c.accepts(path+"/items", items(r), itemsOrAny(w, r))
-}
-
-func deref(s *jsonschema.Schema) *jsonschema.Schema {
-	for i := 0; s != nil && s.Ref != nil && i < 64; i++ {
-		s = s.Ref
-	}
-	return s
 }
 
 func jsonTypesAccept(path string, r, w *jsonschema.Schema) error {

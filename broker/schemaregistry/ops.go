@@ -305,10 +305,8 @@ func decideDeleteSubject(st *state, subject string, permanent bool) ([]int, []lo
 	case permanent && sub.live() > 0:
 		return nil, nil, errorf(codeSubjectNotSoftDeleted, "Subject '%s' was not deleted first before being permanently deleted", subject)
 	}
-	for _, v := range sub.versions {
-		if len(st.referencedBy(subject, v.number)) > 0 {
-			return nil, nil, referenceExists(st, subject, v.number)
-		}
+	if n, ok := st.lowestReferenced(subject, sub); ok {
+		return nil, nil, referenceExists(st, subject, n)
 	}
 	var recs []logRecord
 	if permanent {

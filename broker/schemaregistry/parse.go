@@ -58,7 +58,7 @@ func (r *Registry) parseSubmission(req *request) (parsedSchema, *apiError) {
 		depth int
 	)
 	if len(sub.references) > 0 {
-		r.store.view(func(st *state) { deps, depth, aerr = st.resolve(sub.references) })
+		r.store.view(func(st *state) { sub.references, deps, depth, aerr = st.resolve(sub.references) })
 		if aerr != nil {
 			return parsedSchema{}, aerr
 		}

@@ -10,6 +10,8 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sluicehq/sluice/internal/jschema"
 )
 
 // Compatibility levels (Confluent's names). BACKWARD is the default.
@@ -66,7 +68,7 @@ func parseAvro(text string) (ps parsedSchema, err error) {
 	if strings.TrimSpace(text) == "" {
 		return ps, errorf(codeInvalidSchema, "Invalid schema: the \"schema\" field is empty; send the Avro schema as a JSON string")
 	}
-	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+	if d := jschema.Depth([]byte(text)); d > maxSchemaDepth {
 		return ps, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
 	}
 	defer func() {
@@ -88,33 +90,6 @@ func parseAvro(text string) (ps parsedSchema, err error) {
 	}
 	sum := sha256.Sum256(canon)
 	return parsedSchema{schemaType: typeAvro, avro: s, canonical: string(canon), key: string(canon), fingerprint: hex.EncodeToString(sum[:])}, nil
-}
-
-// jsonDepth is the deepest nesting of objects and arrays in data, counted
-// without parsing it (strings are skipped, malformed input just counts).
-func jsonDepth(data []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 func abbreviate(s string, n int) string {

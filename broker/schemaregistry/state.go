@@ -177,11 +177,11 @@ func (s *state) register(key recordKey, v schemaValue, parsed map[string]parsedS
 		} else {
 			// References resolve against the state at this record's
 			// place in the log: the same on every instance.
-			deps, depth, aerr := s.resolve(v.References)
+			refs, deps, depth, aerr := s.resolve(v.References)
 			if aerr != nil {
 				return skipped
 			}
-			ps, err = parseTyped(context.Background(), submission{schemaType: typ, text: v.Schema, references: v.References}, deps, depth)
+			ps, err = parseTyped(context.Background(), submission{schemaType: typ, text: v.Schema, references: refs}, deps, depth)
 		}
 		if err != nil {
 			return skipped

@@ -59,14 +59,18 @@ type submission struct {
 // resolve finds the schemas refs name, and theirs: each referenced version
 // must exist and be live (version -1 is the latest). Two references of one
 // name must be one schema. References cannot form a cycle: each names a
-// version registered before. Every failure is a 42201.
-func (s *state) resolve(refs []reference) (deps []dep, depth int, aerr *apiError) {
+// version registered before. pinned is refs with each -1 replaced by the
+// version it resolved to: what is stored and served, so that an id keeps
+// one meaning when the referenced subject moves on, and the version stays
+// protected from deletion (referencedBy). Every failure is a 42201.
+func (s *state) resolve(refs []reference) (pinned []reference, deps []dep, depth int, aerr *apiError) {
 	if len(refs) == 0 {
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	if len(refs) > maxReferences {
-		return nil, 0, errorf(codeInvalidSchema, "Invalid schema: %d references, more than the %d allowed", len(refs), maxReferences)
+		return nil, nil, 0, errorf(codeInvalidSchema, "Invalid schema: %d references, more than the %d allowed", len(refs), maxReferences)
 	}
+	pinned = make([]reference, 0, len(refs))
 	byName := map[string]string{}
 	add := func(d dep) *apiError {
 		if k, ok := byName[d.name]; ok {
@@ -84,7 +88,7 @@ func (s *state) resolve(refs []reference) (deps []dep, depth int, aerr *apiError
 	}
 	for _, r := range refs {
 		if r.Name == "" || r.Subject == "" {
-			return nil, 0, errorf(codeInvalidSchema, "Invalid schema: a reference needs a name and a subject, got %+v", r)
+			return nil, nil, 0, errorf(codeInvalidSchema, "Invalid schema: a reference needs a name and a subject, got %+v", r)
 		}
 		sub := s.subjects[r.Subject]
 		var v *version
@@ -95,23 +99,25 @@ func (s *state) resolve(refs []reference) (deps []dep, depth int, aerr *apiError
 			}
 		}
 		if v == nil {
-			return nil, 0, errorf(codeInvalidSchema, "Invalid schema: reference %q names version %d of subject '%s', which is not registered", abbreviate(r.Name, 200), r.Version, abbreviate(r.Subject, 200))
+			return nil, nil, 0, errorf(codeInvalidSchema, "Invalid schema: reference %q names version %d of subject '%s', which is not registered", abbreviate(r.Name, 200), r.Version, abbreviate(r.Subject, 200))
 		}
+		r.Version = v.number
+		pinned = append(pinned, r)
 		ref := s.schemas[v.id].schema
 		if ref.depth+1 > maxReferenceDepth {
-			return nil, 0, errorf(codeInvalidSchema, "Invalid schema: references nest more than %d deep", maxReferenceDepth)
+			return nil, nil, 0, errorf(codeInvalidSchema, "Invalid schema: references nest more than %d deep", maxReferenceDepth)
 		}
 		depth = max(depth, ref.depth+1)
 		for _, d := range ref.deps {
 			if aerr := add(d); aerr != nil {
-				return nil, 0, aerr
+				return nil, nil, 0, aerr
 			}
 		}
 		if aerr := add(dep{name: r.Name, schema: ref}); aerr != nil {
-			return nil, 0, aerr
+			return nil, nil, 0, aerr
 		}
 	}
-	return deps, depth, nil
+	return pinned, deps, depth, nil
 }
 
 // parseTyped parses a submission whose references resolved to deps. Every
@@ -155,7 +161,7 @@ func parseTyped(ctx context.Context, sub submission, deps []dep, depth int) (par
 // canonical text is the text compacted: re-serialized, hamba/avro would
 // inline the referenced types.
 func parseAvroWithDeps(text string, deps []dep) (ps parsedSchema, err error) {
-	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+	if d := jschema.Depth([]byte(text)); d > maxSchemaDepth {
 		return ps, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
 	}
 	defer func() {
@@ -189,7 +195,7 @@ func parseAvroWithDeps(text string, deps []dep) (ps parsedSchema, err error) {
 // and the form do not change it), so a schema registered again in another
 // layout gets its id back.
 func parseProtobuf(ctx context.Context, text string, deps []dep) (parsedSchema, error) {
-	if d := jsonDepth([]byte(text)); d > maxSchemaDepth {
+	if d := jschema.Depth([]byte(text)); d > maxSchemaDepth {
 		return parsedSchema{}, errorf(codeInvalidSchema, "Invalid schema: nested %d levels deep, more than the %d allowed", d, maxSchemaDepth)
 	}
 	files := make(map[string]string, len(deps))
@@ -286,4 +292,23 @@ func (s *state) referencedBy(subject string, version int) []subjectVersion {
 		return a.Version - b.Version
 	})
 	return out
+}
+
+// lowestReferenced is the lowest version of sub (subject name) that a
+// registration references, in one pass over the registrations (not one
+// per version).
+func (s *state) lowestReferenced(name string, sub *subject) (int, bool) {
+	lowest, found := 0, false
+	for _, v := range s.byNonce {
+		e := s.schemas[v.id]
+		if e == nil {
+			continue
+		}
+		for _, r := range e.schema.references {
+			if r.Subject == name && (!found || r.Version < lowest) && sub.find(r.Version, true) != nil {
+				lowest, found = r.Version, true
+			}
+		}
+	}
+	return lowest, found
 }

@@ -247,3 +247,54 @@ message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3;
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestLatestReferenceIsPinned: a reference to version -1 (latest) is
+// stored as the version it resolved to, as Confluent's lookup replaces it:
+// an id then keeps one meaning when the referenced subject moves on, the
+// version it names cannot be deleted under it, and a replay of the log
+// resolves it to the same schema.
+func TestLatestReferenceIsPinned(t *testing.T) {
+	b := startBroker(t, "")
+	reg := startRegistry(t, b.addr)
+	ctx := testContext(t)
+	if res := reg.client.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "money.proto"); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("set NONE on money.proto: %+v", res)
+	}
+	v1 := `syntax = "proto3"; package shop; message Money { string currency = 1; }`
+	v2 := `syntax = "proto3"; package shop; message Money { string currency = 1; int64 units = 2; }`
+	m1, err := reg.client.CreateSchema(ctx, "money.proto", sr.Schema{Schema: v1, Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := `syntax = "proto3"; package shop; import "money.proto"; message Order { Money price = 1; }`
+	latest := []sr.SchemaReference{{Name: "money.proto", Subject: "money.proto", Version: -1}}
+	o1, err := reg.client.CreateSchema(ctx, "orders-value", sr.Schema{Schema: order, Type: sr.TypeProtobuf, References: latest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.client.SchemaByID(ctx, o1.ID)
+	if err != nil || len(got.References) != 1 || got.References[0].Version != m1.Version {
+		t.Fatalf("schema %d: references %+v (%v), want money.proto version %d", o1.ID, got.References, err, m1.Version)
+	}
+	if by, err := reg.client.SchemaReferences(ctx, "money.proto", m1.Version); err != nil || len(by) != 1 || by[0].ID != o1.ID {
+		t.Fatalf("referencedby money.proto/%d: %+v %v, want id %d", m1.Version, by, err, o1.ID)
+	}
+	if _, err := reg.client.CreateSchema(ctx, "money.proto", sr.Schema{Schema: v2, Type: sr.TypeProtobuf}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.client.DeleteSchema(ctx, "money.proto", m1.Version, sr.SoftDelete); srCode(err) != codeReferenceExists {
+		t.Fatalf("deleting the version a latest reference resolved to: %v, want 42206", err)
+	}
+	// The same text against the new latest is another schema.
+	o2, err := reg.client.CreateSchema(ctx, "orders-value", sr.Schema{Schema: order, Type: sr.TypeProtobuf, References: latest})
+	if err != nil || o2.ID == o1.ID || o2.References[0].Version != m1.Version+1 {
+		t.Fatalf("the schema again against money.proto v2: %+v %v, want a new id referencing version %d", o2, err, m1.Version+1)
+	}
+	reg.close()
+	reg = startRegistry(t, b.addr)
+	for _, o := range []sr.SubjectSchema{o1, o2} {
+		if got, err := reg.client.SchemaByID(ctx, o.ID); err != nil || got.References[0] != o.References[0] {
+			t.Fatalf("after a restart, schema %d: %+v %v, want references %+v", o.ID, got, err, o.References)
+		}
+	}
+}

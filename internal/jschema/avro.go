@@ -81,7 +81,10 @@ type mapper struct {
 	records int
 }
 
-func deref(s *jsonschema.Schema) *jsonschema.Schema {
+// Deref follows s's "$ref" chain (at most 64 links) to the schema it
+// names: for the column mapping here and the registry's compatibility
+// checks.
+func Deref(s *jsonschema.Schema) *jsonschema.Schema {
 	for i := 0; s != nil && s.Ref != nil && i < 64; i++ {
 		s = s.Ref
 	}
@@ -90,7 +93,7 @@ func deref(s *jsonschema.Schema) *jsonschema.Schema {
 
 // column returns s's column and its Avro type (without the null branch).
 func (m *mapper) column(s *jsonschema.Schema) (*column, any) {
-	s = deref(s)
+	s = Deref(s)
 	asJSON := &column{kind: kindJSON, nullable: true}
 	if s == nil || m.open[s] || s.Bool != nil || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.AllOf) > 0 || s.Not != nil || s.If != nil {
 		return asJSON, "string"

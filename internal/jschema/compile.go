@@ -48,7 +48,7 @@ func Compile(text string, deps []Dep) (*jsonschema.Schema, error) {
 	c.UseLoader(jsonschema.SchemeURLLoader{}) // no file, no network
 	c.DefaultDraft(jsonschema.Draft7)
 	add := func(loc, t string) error {
-		if d := depth([]byte(t)); d > maxDepth {
+		if d := Depth([]byte(t)); d > maxDepth {
 			return fmt.Errorf("%w: nested %d levels deep, more than %d", ErrInvalid, d, maxDepth)
 		}
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t))
@@ -117,8 +117,11 @@ func firstLine(err error) string {
 	return msg
 }
 
-// depth is the deepest nesting of objects and arrays in data.
-func depth(data []byte) int {
+// Depth is the deepest nesting of objects and arrays in data, counted
+// without parsing it (strings are skipped, malformed input just counts):
+// the bound checked before a recursive parser (this package's compiler,
+// the registry's Avro and Protobuf parsers) is given the text.
+func Depth(data []byte) int {
 	d, deepest, inString, escaped := 0, 0, false, false
 	for _, c := range data {
 		switch {
