@@ -52,9 +52,10 @@ import (
 // checked again at every run, while the directories after it are decided
 // on their own. Both tiers count by record timestamp: with a
 // partition.time_field other than @timestamp, the range compared is the
-// directory's time range by record timestamp. Each check reads the job's
-// manifests (audit.LoadCounts) and the _audit topic whole: its cost grows
-// with the job's commits and the producers' windows.
+// directory's time range by record timestamp. Each check reads the _audit
+// records published since the engine's last read (an audit.Reader per
+// cluster) but the job's manifests whole (audit.LoadCounts): that cost
+// grows with the job's commits.
 
 const (
 	// SuccessMarker is the Hadoop convention's marker file name (empty).
