@@ -54,8 +54,9 @@ import (
 // partition.time_field other than @timestamp, the range compared is the
 // directory's time range by record timestamp. Each check reads the _audit
 // records published since the engine's last read (an audit.Reader per
-// cluster) but the job's manifests whole (audit.LoadCounts): that cost
-// grows with the job's commits.
+// cluster) and the manifests committed since its last check (an
+// audit.LoadReader per job, kept by the Scheduler; after a restart the
+// first check reads them all).
 
 const (
 	// SuccessMarker is the Hadoop convention's marker file name (empty).
@@ -113,6 +114,9 @@ type completeness struct {
 	log   *slog.Logger
 	// audit reads the producer tier (complete_when: audit; nil otherwise).
 	audit AuditSource
+	// loads reads the load tier, from where the last check got to (nil: a
+	// read of every manifest).
+	loads *audit.LoadReader
 	// report is the last check's audit balanced per window (for the
 	// metrics; nil when the job does not wait for the audit).
 	report *audit.Report
@@ -137,7 +141,11 @@ func (c *completeness) readBooks(ctx context.Context, topics []string) (*auditBo
 	if err != nil {
 		return nil, err
 	}
-	load, err := audit.LoadCounts(c.store, c.job.Name, topics)
+	loads := c.loads
+	if loads == nil {
+		loads = new(audit.LoadReader)
+	}
+	load, err := loads.Read(c.store, c.job.Name, topics)
 	if err != nil {
 		return nil, err
 	}
