@@ -44,15 +44,19 @@ import (
 // marked only when, for every topic of the job, the load tier's count of
 // the directory's time range (from the committed manifests: loaded plus
 // filtered by where, audit.LoadCounts) equals the producer tier's count in
-// _audit (AuditSource.ProducerCounts), summing the windows that start
-// inside the range; a window that straddles the range's edge leaves it
-// undecided. Until then the directory is held (completeState.Held) and
+// _audit (AuditSource.ProducerCounts), summing the windows inside the
+// range; a window that straddles the range's edge (10-minute windows and a
+// zone of +05:45, 1-hour windows and +05:30) widens the range compared to
+// take it whole, so the directory is decided once the part of that window
+// outside it is loaded too. Until then the directory is held (completeState.Held) and
 // checked again at every run, while the directories after it are decided
 // on their own. Both tiers count by record timestamp: with a
 // partition.time_field other than @timestamp, the range compared is the
-// directory's time range by record timestamp. Each check reads the job's
-// manifests (audit.LoadCounts) and the _audit topic whole: its cost grows
-// with the job's commits and the producers' windows.
+// directory's time range by record timestamp. Each check reads the _audit
+// records published since the engine's last read (an audit.Reader per
+// cluster) and the manifests committed since its last check (an
+// audit.LoadReader per job, kept by the Scheduler; after a restart the
+// first check reads them all).
 
 const (
 	// SuccessMarker is the Hadoop convention's marker file name (empty).
@@ -110,6 +114,9 @@ type completeness struct {
 	log   *slog.Logger
 	// audit reads the producer tier (complete_when: audit; nil otherwise).
 	audit AuditSource
+	// loads reads the load tier, from where the last check got to (nil: a
+	// read of every manifest).
+	loads *audit.LoadReader
 	// report is the last check's audit balanced per window (for the
 	// metrics; nil when the job does not wait for the audit).
 	report *audit.Report
@@ -134,28 +141,57 @@ func (c *completeness) readBooks(ctx context.Context, topics []string) (*auditBo
 	if err != nil {
 		return nil, err
 	}
-	load, err := audit.LoadCounts(c.store, c.job.Name, topics)
+	loads := c.loads
+	if loads == nil {
+		loads = new(audit.LoadReader)
+	}
+	load, err := loads.Read(c.store, c.job.Name, topics)
 	if err != nil {
 		return nil, err
 	}
 	return &auditBooks{topics: topics, producer: producer, load: load}, nil
 }
 
+// maxCoverPasses bounds the widenings of a range by the windows that cross
+// its edges (windows of widths that do not divide each other chain).
+const maxCoverPasses = 64
+
+// cover widens [s, e) (Unix ms) until no window of either tier crosses its
+// edges; ok false: it did not settle within maxCoverPasses.
+func (b *auditBooks) cover(s, e int64) (int64, int64, bool) {
+	for range maxCoverPasses {
+		grown := false
+		for _, cs := range [][]audit.Count{b.producer, b.load.Counts} {
+			for _, c := range cs {
+				if c.WindowStart < 0 || c.WindowStart >= e || c.WindowStart+c.WindowMs <= s {
+					continue // untimestamped, or outside the range
+				}
+				if c.WindowStart < s {
+					s, grown = c.WindowStart, true
+				}
+				if end := c.WindowStart + c.WindowMs; end > e {
+					e, grown = end, true
+				}
+			}
+		}
+		if !grown {
+			return s, e, true
+		}
+	}
+	return s, e, false
+}
+
 // balanced reports whether every topic's load tier holds the producer
-// tier's count of [start, end), and the two totals.
+// tier's count of [start, end), widened to the windows crossing its edges
+// (cover), and the two totals.
 func (b *auditBooks) balanced(start, end time.Time) (produced, loaded int64, ok bool) {
-	s, e := start.UnixMilli(), end.UnixMilli()
-	ok = true
+	s, e, ok := b.cover(start.UnixMilli(), end.UnixMilli())
 	sum := func(cs []audit.Count, n func(audit.Count) int64) map[string]int64 {
 		out := map[string]int64{}
 		for _, c := range cs {
-			if c.WindowStart < 0 || c.WindowStart+c.WindowMs <= s || c.WindowStart >= e {
-				continue // untimestamped, or outside the range
+			if c.WindowStart >= s && c.WindowStart+c.WindowMs <= e {
+				out[c.Topic] += n(c)
 			}
-			if c.WindowStart < s || c.WindowStart+c.WindowMs > e {
-				ok = false // straddles the range's edge: not decidable
-			}
-			out[c.Topic] += n(c)
 		}
 		return out
 	}

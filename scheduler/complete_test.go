@@ -122,7 +122,9 @@ func TestCompletenessDaysInZone(t *testing.T) {
 // The audit's hour rule: every topic's load tier (loaded + filtered) must
 // equal its producer tier over the windows starting in the hour; topics
 // do not make up for each other, untimestamped and outside windows do not
-// count, and a window crossing the hour's edge leaves the hour undecided.
+// count, and a window crossing the hour's edge is compared whole: the hour
+// balances once that window's part outside it is loaded too (before, such
+// an hour was never decided, whatever was loaded).
 func TestAuditBooksBalanced(t *testing.T) {
 	h0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	h1 := h0.Add(time.Hour)
@@ -145,8 +147,12 @@ func TestAuditBooksBalanced(t *testing.T) {
 		{"one short", []audit.Count{prod("a", h0, 10*time.Minute, 5)}, []audit.Count{load("a", h0, 4, 0)}, false},
 		{"topics do not make up for each other", []audit.Count{prod("a", h0, 10*time.Minute, 5), prod("b", h0, 10*time.Minute, 5)},
 			[]audit.Count{load("a", h0, 6, 0), load("b", h0, 4, 0)}, false},
-		{"a window across the hour's end", []audit.Count{prod("a", h0.Add(56*time.Minute), 7*time.Minute, 3)},
-			[]audit.Count{load("a", h0.Add(56*time.Minute), 3, 0)}, false},
+		{"a window across the hour's end, loaded whole", []audit.Count{prod("a", h0.Add(56*time.Minute), 7*time.Minute, 3)},
+			[]audit.Count{load("a", h0.Add(56*time.Minute), 2, 0), load("a", h1.Add(2*time.Minute), 1, 0)}, true},
+		{"a window across the hour's end, its part after not loaded", []audit.Count{prod("a", h0.Add(56*time.Minute), 7*time.Minute, 3)},
+			[]audit.Count{load("a", h0.Add(56*time.Minute), 2, 0)}, false},
+		{"hourly windows in a zone of +05:30", []audit.Count{prod("a", h0.Add(-30*time.Minute), time.Hour, 4), prod("a", h0.Add(30*time.Minute), time.Hour, 6)},
+			[]audit.Count{load("a", h0.Add(-20*time.Minute), 4, 0), load("a", h0.Add(40*time.Minute), 5, 1)}, true},
 		{"a window across the hour's start", []audit.Count{prod("a", h0.Add(-4*time.Minute), 7*time.Minute, 3)},
 			[]audit.Count{load("a", h0.Add(2*time.Minute), 0, 0)}, false},
 		{"empty hour", outside, nil, true},

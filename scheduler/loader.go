@@ -34,6 +34,9 @@ type LoaderEngine struct {
 	mu    sync.Mutex
 	held  map[*jobs.Spec]*heldLoader // guarded by mu: by the job's parsed spec
 	clock clock.Clock                // guarded by mu: the scheduler's or worker's (TakeClock), for Options.Clock nil
+	// audits: guarded by mu: per source cluster and client settings, the
+	// _audit topic read so far (ProducerCounts reads only what is new).
+	audits map[string]*audit.Reader
 }
 
 // TakeClock makes c the clock of the loaders the engine opens from now on,
@@ -272,7 +275,9 @@ func (e *LoaderEngine) RunTask(ctx context.Context, job Job, task Task) (TaskRep
 // ProducerCounts reads the producer tier's counts of the job's topics from
 // the _audit topic of its source cluster, with the job's client settings
 // (jobs.Spec.SourceClientOptions: bootstrap and source.security, then
-// Options.KafkaOptions, as the job's loader).
+// Options.KafkaOptions, as the job's loader). The engine keeps what it
+// read per cluster and client settings, so each check reads only the
+// counts published since the last one.
 func (e *LoaderEngine) ProducerCounts(ctx context.Context, job Job) ([]audit.Count, error) {
 	spec, err := loaderSpec(job)
 	if err != nil {
@@ -282,7 +287,18 @@ func (e *LoaderEngine) ProducerCounts(ctx context.Context, job Job) ([]audit.Cou
 	if err != nil {
 		return nil, err
 	}
-	counts, err := audit.ReadCounts(ctx, append(client, e.Options.KafkaOptions...))
+	key := fmt.Sprint(spec.Source.Bootstrap, spec.Source.Security)
+	e.mu.Lock()
+	r := e.audits[key]
+	if r == nil {
+		r = new(audit.Reader)
+		if e.audits == nil {
+			e.audits = map[string]*audit.Reader{}
+		}
+		e.audits[key] = r
+	}
+	e.mu.Unlock()
+	counts, err := r.Read(ctx, append(client, e.Options.KafkaOptions...))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
@@ -138,6 +139,9 @@ func (s *Scheduler) settle(ctx context.Context, fs vfs.FS, job Job, rec *RunReco
 	}
 	c := &completeness{fs: fs, store: writers.NewStore(fs, writers.StoreOptions{Clock: s.clock}), job: job, log: log}
 	c.audit, _ = s.opts.Engine.(AuditSource)
+	if job.CompleteWhen == jobs.CompleteAudit {
+		c.loads = s.loadReader(job)
+	}
 	marked, err := c.check(ctx, plan.Partitions, plannedAt, done, rec.ID, s.clock.Now())
 	rec.Complete = marked
 	if err != nil {
@@ -218,4 +222,22 @@ func taskRecord(r jobs.TaskResult[TaskReport]) TaskRecord {
 		rec.TaskReport = r.Report
 	}
 	return rec
+}
+
+// loadReader returns the job's load tier reader, kept across runs so that
+// each completeness check reads only the manifests committed since the
+// last one.
+func (s *Scheduler) loadReader(job Job) *audit.LoadReader {
+	key := job.Name + "\x00" + job.Output
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.loads[key]
+	if r == nil {
+		r = new(audit.LoadReader)
+		if s.loads == nil {
+			s.loads = map[string]*audit.LoadReader{}
+		}
+		s.loads[key] = r
+	}
+	return r
 }

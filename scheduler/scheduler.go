@@ -17,6 +17,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
@@ -99,7 +100,10 @@ type Scheduler struct {
 	skipped map[string]int       // job name -> ticks skipped during the run in flight
 	refused map[string]string    // spec path -> hash of the content refused (reported once)
 	outputs map[string]vfs.FS
-	runs    sync.WaitGroup
+	// loads: job name and output -> the load tier read so far
+	// (complete_when: audit).
+	loads map[string]*audit.LoadReader
+	runs  sync.WaitGroup
 }
 
 type jobState struct {

@@ -60,6 +60,7 @@ const (
 // auditCounter counts a split's records per AuditWindow.
 type auditCounter struct {
 	windows map[int64]*WindowCount
+	last    *WindowCount // the window of the last record: a partition's next is mostly in it
 	lost    int64
 }
 
@@ -77,14 +78,17 @@ func AuditStart(ts time.Time, windowMs int64) int64 {
 // key + value size bytes); the counts go into the manifest at Commit. Call
 // it once per record read, whether or not it was written.
 func (w *SplitWriter) Count(ts time.Time, bytes int64, o Outcome) {
-	if w.counts.windows == nil {
-		w.counts.windows = map[int64]*WindowCount{}
-	}
 	start := AuditStart(ts, AuditWindow.Milliseconds())
-	c := w.counts.windows[start]
-	if c == nil {
-		c = &WindowCount{Start: start}
-		w.counts.windows[start] = c
+	c := w.counts.last
+	if c == nil || c.Start != start {
+		if w.counts.windows == nil {
+			w.counts.windows = map[int64]*WindowCount{}
+		}
+		if c = w.counts.windows[start]; c == nil {
+			c = &WindowCount{Start: start}
+			w.counts.windows[start] = c
+		}
+		w.counts.last = c
 	}
 	switch o {
 	case Loaded:

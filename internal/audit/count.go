@@ -33,10 +33,19 @@ const DefaultWindow = 10 * time.Minute
 // FormatVersion is the version of the records written.
 const FormatVersion = 1
 
-// MaxCells bounds the (topic, window) cells of one Counter: a record for a
-// new cell beyond it is not counted but counted in Dropped (and Publish
+// MaxCells bounds the (topic, window) cells one Counter holds: a record for
+// a new cell beyond it is not counted but counted in Dropped (and Flush
 // reports it), so a producer of wild timestamps cannot grow it unbounded.
+// Published cells of windows that ended more than Retain ago are let go
+// (Reporter.Flush), so the cells of a long-lived producer do not reach it
+// by time passing.
 const MaxCells = 1 << 16
+
+// Retain is how long after its window's end a published cell stays in
+// memory. A record for a window let go is counted in a new cell under a
+// key of its own (the origin with an eviction epoch, "<origin>~<epoch>"),
+// so it never replaces the count already published.
+const Retain = time.Hour
 
 // ErrDropped reports records a Counter could not count (MaxCells).
 var ErrDropped = errors.New("audit: records not counted: too many windows")
@@ -92,6 +101,9 @@ type cellKey struct {
 type cell struct {
 	messages, bytes, malformed int64
 	dirty                      bool
+	// epoch > 0: the cell's window may have been let go before (evict);
+	// its key's origin carries the epoch.
+	epoch int
 }
 
 // Counter counts records of one tier and origin per (topic, window). It is
@@ -106,6 +118,12 @@ type Counter struct {
 	// Guarded by mu.
 	cells   map[cellKey]*cell
 	dropped int64
+	// max is MaxCells (a test lowers it).
+	max int
+	// evictedBefore: a window starting before it (Unix ms) may have been
+	// let go; epoch counts the evict calls that let cells go.
+	evictedBefore int64
+	epoch         int
 }
 
 // NewCounter returns a counter of tier for origin ("" is NewOrigin()) in
@@ -121,7 +139,7 @@ func NewCounter(tier Tier, origin string, window time.Duration) (*Counter, error
 	if origin == "" {
 		origin = NewOrigin()
 	}
-	return &Counter{tier: tier, origin: origin, window: window, now: time.Now, cells: map[cellKey]*cell{}}, nil
+	return &Counter{tier: tier, origin: origin, window: window, now: time.Now, cells: map[cellKey]*cell{}, max: MaxCells}, nil
 }
 
 // Origin returns the counter's origin.
@@ -142,11 +160,14 @@ func (c *Counter) add(topic string, ts time.Time, bytes int64, malformed bool) {
 	defer c.mu.Unlock()
 	ce := c.cells[k]
 	if ce == nil {
-		if len(c.cells) >= MaxCells {
+		if len(c.cells) >= c.max {
 			c.dropped++
 			return
 		}
 		ce = &cell{}
+		if k.start >= 0 && k.start < c.evictedBefore {
+			ce.epoch = c.epoch // its earlier count (if any) is published under another key
+		}
 		c.cells[k] = ce
 	}
 	if malformed {
@@ -165,7 +186,8 @@ func (c *Counter) Dropped() int64 {
 	return c.dropped
 }
 
-// Counts returns every cell's cumulative count, sorted by topic and window.
+// Counts returns the cumulative count of every cell in memory (see
+// Retain), sorted by topic and window.
 func (c *Counter) Counts() []Count { return c.collect(false) }
 
 // changed returns the cells counted into since the last changed call
@@ -183,13 +205,38 @@ func (c *Counter) collect(onlyDirty bool) []Count {
 		if onlyDirty {
 			ce.dirty = false
 		}
+		origin := c.origin
+		if ce.epoch > 0 {
+			origin += "~" + strconv.Itoa(ce.epoch)
+		}
 		out = append(out, Count{Version: FormatVersion, Tier: c.tier, Topic: k.topic, WindowStart: k.start,
-			WindowMs: c.window.Milliseconds(), Origin: c.origin, Messages: ce.messages, Bytes: ce.bytes,
+			WindowMs: c.window.Milliseconds(), Origin: origin, Messages: ce.messages, Bytes: ce.bytes,
 			Malformed: ce.malformed, Updated: now})
 	}
 	c.mu.Unlock()
 	sortCounts(out)
 	return out
+}
+
+// evict lets go of the published cells whose window ended more than Retain
+// ago (call it after a publish succeeded). It returns how many it let go.
+func (c *Counter) evict() int {
+	cutoff := c.now().Add(-Retain).UnixMilli()
+	w := c.window.Milliseconds()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, ce := range c.cells {
+		if !ce.dirty && k.start >= 0 && k.start+w <= cutoff {
+			delete(c.cells, k)
+			n++
+		}
+	}
+	if n > 0 {
+		c.epoch++
+		c.evictedBefore = max(c.evictedBefore, cutoff)
+	}
+	return n
 }
 
 // markDirty marks cells of counts as not published.

@@ -36,7 +36,9 @@
 // count whenever it grew, so compaction keeping the latest record per key
 // keeps the right count and a republish replaces, never adds. The origin
 // names one counting instance (host, process id and a random suffix: two
-// processes never share a key). window_start_ms -1 holds the records without
+// processes never share a key; a window's cell let go of after its
+// publish, Retain past its end, counts a later record under
+// "<origin>~<epoch>", a key of its own). window_start_ms -1 holds the records without
 // a timestamp (-1 in the log); malformed counts records the tier could not
 // read (the load tier's bad records). A reader ignores fields it does not
 // know; a change a reader must not ignore takes a new version, and readers

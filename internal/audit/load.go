@@ -3,9 +3,12 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/writers"
@@ -42,31 +45,39 @@ type Load struct {
 // those with commits). A torn manifest is an error (run the loader, whose
 // recovery sets it aside, and audit again).
 func LoadCounts(store *writers.Store, origin string, topics []string) (Load, error) {
-	out := Load{Topics: append([]string(nil), topics...)}
-	cells := map[cellKey]*Count{}
-	for _, topic := range topics {
-		names, err := vfs.ListNames(store.FS(), path.Join(writers.SluiceDir, "commits", topic))
-		if errors.Is(err, vfs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return Load{}, fmt.Errorf("audit: listing the commits of %s: %w", topic, err)
-		}
-		for _, name := range names {
-			p, err := strconv.ParseInt(name, 10, 32)
-			if err != nil || p < 0 {
-				continue
-			}
-			ms, err := store.Commits(topic, int32(p))
-			if err != nil {
-				return Load{}, fmt.Errorf("audit: commits of %s/%d: %w", topic, p, err)
-			}
-			for _, m := range ms {
-				addManifest(&out, cells, origin, m)
-			}
-		}
+	return new(LoadReader).Read(store, origin, topics)
+}
+
+// A LoadReader reads a job's load tier again and again (the scheduler's
+// checks), each Read reading only the manifests committed since the last
+// one, from a cursor per partition (writers.Store.CommitsFrom, as the
+// completeness check counts its records). It is safe for concurrent use.
+type LoadReader struct {
+	mu sync.Mutex
+	// Guarded by mu.
+	origin  string
+	topics  []string
+	cursors map[string]int64 // topic/partition: the end of the last manifest read
+	cells   map[cellKey]*Count
+	load    Load // Skips and Uncounted so far
+}
+
+// Read returns the load tier of the job named origin on store for topics,
+// as LoadCounts, reading only what is new since the last Read (all of it
+// when origin or topics changed, or the last Read failed).
+func (r *LoadReader) Read(store *writers.Store, origin string, topics []string) (Load, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cursors == nil || r.origin != origin || !slices.Equal(r.topics, topics) {
+		r.origin, r.topics = origin, slices.Clone(topics)
+		r.cursors, r.cells, r.load = map[string]int64{}, map[cellKey]*Count{}, Load{}
 	}
-	for _, c := range cells {
+	if err := r.read(store); err != nil {
+		r.cursors = nil // start over next time: part of this read may be in
+		return Load{}, err
+	}
+	out := Load{Topics: slices.Clone(topics), Skips: slices.Clone(r.load.Skips), Uncounted: r.load.Uncounted}
+	for _, c := range r.cells {
 		out.Counts = append(out.Counts, *c)
 	}
 	sortCounts(out.Counts)
@@ -81,6 +92,38 @@ func LoadCounts(store *writers.Store, origin string, topics []string) (Load, err
 		return a.Start < b.Start
 	})
 	return out, nil
+}
+
+func (r *LoadReader) read(store *writers.Store) error {
+	for _, topic := range r.topics {
+		names, err := vfs.ListNames(store.FS(), path.Join(writers.SluiceDir, "commits", topic))
+		if errors.Is(err, vfs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("audit: listing the commits of %s: %w", topic, err)
+		}
+		for _, name := range names {
+			p, err := strconv.ParseInt(name, 10, 32)
+			if err != nil || p < 0 {
+				continue
+			}
+			key := topic + "/" + name
+			from, ok := r.cursors[key]
+			if !ok {
+				from = math.MinInt64
+			}
+			ms, err := store.CommitsFrom(topic, int32(p), from)
+			if err != nil {
+				return fmt.Errorf("audit: commits of %s/%d: %w", topic, p, err)
+			}
+			for _, m := range ms {
+				addManifest(&r.load, r.cells, r.origin, m)
+				r.cursors[key] = m.End
+			}
+		}
+	}
+	return nil
 }
 
 func addManifest(out *Load, cells map[cellKey]*Count, origin string, m *writers.Manifest) {

@@ -89,7 +89,9 @@ func (r *Reporter) loop(interval time.Duration) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), interval+10*time.Second)
-			if err := r.Flush(ctx); err != nil {
+			if err := r.Flush(ctx); errors.Is(err, ErrDropped) {
+				r.log.Warn("audit: records not counted (their counts are missing from "+Topic+")", "err", err)
+			} else if err != nil {
 				r.log.Warn("audit: publishing counts failed; retried at the next interval", "err", err)
 			}
 			cancel()
@@ -112,6 +114,7 @@ func (r *Reporter) Flush(ctx context.Context) error {
 		r.counter.markDirty(counts)
 		return err
 	}
+	r.counter.evict()
 	if n := r.counter.Dropped(); n > 0 {
 		return fmt.Errorf("%w: %d records (more than %d windows)", ErrDropped, n, MaxCells)
 	}
