@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafka"
+	"github.com/sluicehq/sluice/internal/mutate"
 )
 
 var (
@@ -95,6 +96,7 @@ type Mirror struct {
 	from, to  []string
 	codec     kgo.CompressionCodec
 	ckptTopic string
+	crash     *crashPoint // nil unless CrashEnv is set (test builds only)
 }
 
 // New checks cfg and returns a mirror; Run starts it.
@@ -150,8 +152,9 @@ func New(cfg Config) (*Mirror, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Mirror{cfg: cfg, log: log.With("mirror", cfg.Name), from: from, to: to, codec: codec,
-		ckptTopic: CheckpointTopic(cfg.Name)}, nil
+	log = log.With("mirror", cfg.Name)
+	return &Mirror{cfg: cfg, log: log, from: from, to: to, codec: codec,
+		ckptTopic: CheckpointTopic(cfg.Name), crash: crashFromEnv(log)}, nil
 }
 
 // checkName accepts names that make a legal topic name with ".checkpoints".
@@ -560,6 +563,15 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	if err := t.failed(); err != nil {
 		return fenced(fmt.Errorf("mirror: produce to the target: %w", err))
 	}
+	if mutate.Enabled(mutate.MirrorPosition) { // the unsafe way: the records commit without their position
+		if err := s.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fenced(err)
+		}
+		if err := s.prod.BeginTransaction(); err != nil {
+			return fenced(err)
+		}
+	}
+	s.m.crash.at(StageCopied)
 	now := time.Now()
 	ckptDue := now.Sub(s.ckptAt) >= s.m.cfg.CheckpointInterval
 	targets := map[Partition]int64{}
@@ -596,9 +608,11 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	if err := t.failed(); err != nil {
 		return fenced(fmt.Errorf("mirror: write the position to %s: %w", s.m.ckptTopic, err))
 	}
+	s.m.crash.at(StagePositioned)
 	if err := s.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fenced(fmt.Errorf("mirror: commit the transaction: %w", err))
 	}
+	s.m.crash.at(StageCommitted)
 	// Committed: the session's view follows.
 	for tp, next := range t.next {
 		s.next[tp] = next
