@@ -180,7 +180,7 @@ func waitCaughtUp(t testing.TB, from, to, name string, topics ...string) {
 		if err != nil {
 			t.Fatalf("list the source's end offsets: %v", err)
 		}
-		st, err := mirror.ReadState(ctx, []string{to}, mirror.CheckpointTopic(name))
+		st, err := mirror.ReadState(ctx, []kgo.Opt{kgo.SeedBrokers(to)}, mirror.CheckpointTopic(name))
 		if err != nil {
 			t.Fatalf("read the mirror's state: %v", err)
 		}

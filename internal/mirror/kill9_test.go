@@ -97,7 +97,7 @@ func TestMirrorKill9(t *testing.T) {
 	args := []string{"--from", a.Addr, "--to", b.Addr, "--topics", "stream", "--name", "k9",
 		"--commit-interval", "30ms", "--checkpoint-interval", "200ms"}
 	position := func() int64 {
-		st, err := mirror.ReadState(context.Background(), []string{b.Addr}, mirror.CheckpointTopic("k9"))
+		st, err := mirror.ReadState(context.Background(), []kgo.Opt{kgo.SeedBrokers(b.Addr)}, mirror.CheckpointTopic("k9"))
 		if err != nil {
 			t.Fatalf("read the mirror's position: %v", err)
 		}

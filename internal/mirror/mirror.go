@@ -45,8 +45,10 @@ type Observer interface {
 
 // Config configures a mirror. Zero values are the defaults noted.
 type Config struct {
-	// From and To are the source and target bootstrap lists (HOST:PORT,...).
-	From, To string
+	// From and To are the source and target bootstrap lists (HOST:PORT,...);
+	// FromSecurity and ToSecurity how to reach them (zero: PLAINTEXT).
+	From, To                 string
+	FromSecurity, ToSecurity kafka.Security
 	// Selection chooses the source topics.
 	Selection Selection
 	// Name names the mirror: its transactional id (sluice-mirror.NAME) and
@@ -93,7 +95,7 @@ func TransactionalID(name string) string { return "sluice-mirror." + name }
 type Mirror struct {
 	cfg       Config
 	log       *slog.Logger
-	from, to  []string
+	from, to  []kgo.Opt // seeds and security of each side (kafka.ClientOptions)
 	codec     kgo.CompressionCodec
 	ckptTopic string
 	crash     *crashPoint // nil unless CrashEnv is set (test builds only)
@@ -110,13 +112,13 @@ func New(cfg Config) (*Mirror, error) {
 	if err := checkName(cfg.Name); err != nil {
 		return nil, err
 	}
-	from, err := kafka.SplitBootstrap(cfg.From)
+	from, err := sideOptions("--from", cfg.From, cfg.FromSecurity)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --from: %v", ErrBadInput, err)
+		return nil, err
 	}
-	to, err := kafka.SplitBootstrap(cfg.To)
+	to, err := sideOptions("--to", cfg.To, cfg.ToSecurity)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --to: %v", ErrBadInput, err)
+		return nil, err
 	}
 	codec, err := kafka.ParseCompression(cfg.Compression)
 	if err != nil {
@@ -155,6 +157,22 @@ func New(cfg Config) (*Mirror, error) {
 	log = log.With("mirror", cfg.Name)
 	return &Mirror{cfg: cfg, log: log, from: from, to: to, codec: codec,
 		ckptTopic: CheckpointTopic(cfg.Name), crash: crashFromEnv(log)}, nil
+}
+
+// sideOptions are the options every client of one cluster starts from:
+// its seed brokers and security (kafka.ClientOptions, as every client of
+// the tools).
+func sideOptions(flag, bootstrap string, sec kafka.Security) ([]kgo.Opt, error) {
+	opts, err := kafka.ClientOptions(bootstrap, sec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, flag, err)
+	}
+	return opts, nil
+}
+
+// with is side's options, then more, then the configured ClientOpts.
+func with(side []kgo.Opt, more []kgo.Opt, extra []kgo.Opt) []kgo.Opt {
+	return append(append(append([]kgo.Opt(nil), side...), more...), extra...)
 }
 
 // checkName accepts names that make a legal topic name with ".checkpoints".
@@ -214,11 +232,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 // session is one fenced producer and one consumer, from the committed
 // position until an error.
 func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
-	prod, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.to...),
+	prod, err := kgo.NewClient(with(m.to, []kgo.Opt{
 		kgo.TransactionalID(TransactionalID(m.cfg.Name)), kgo.TransactionTimeout(60 * time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(m.codec),
 		kgo.ProducerLinger(0), kgo.MaxBufferedRecords(2 * m.cfg.MaxTxnRecords),
-		kgo.ProducerBatchMaxBytes(1 << 20)}, m.cfg.ClientOpts...)...)
+		kgo.ProducerBatchMaxBytes(1 << 20)}, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: target client: %v", ErrBadInput, err)
 	}
@@ -232,11 +250,11 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	if err := ensureCheckpointTopic(ctx, dst, m.ckptTopic); err != nil {
 		return err
 	}
-	st, err := ReadState(ctx, m.to, m.ckptTopic, m.cfg.ClientOpts...)
+	st, err := ReadState(ctx, with(m.to, nil, m.cfg.ClientOpts), m.ckptTopic)
 	if err != nil {
 		return err
 	}
-	srcCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.from...)}, m.cfg.ClientOpts...)...)
+	srcCl, err := kgo.NewClient(with(m.from, nil, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: source client: %v", ErrBadInput, err)
 	}
@@ -248,10 +266,10 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	if err != nil {
 		return err
 	}
-	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.from...),
+	cons, err := kgo.NewClient(with(m.from, []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxBytes(32 << 20),
-		kgo.FetchMaxPartitionBytes(8 << 20), kgo.ConsumePartitions(starts)}, m.cfg.ClientOpts...)...)
+		kgo.FetchMaxPartitionBytes(8 << 20), kgo.ConsumePartitions(starts)}, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: source consumer: %v", ErrBadInput, err)
 	}

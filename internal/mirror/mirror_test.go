@@ -192,7 +192,7 @@ func TestMirrorTranslate(t *testing.T) {
 	if len(ts) != partitions {
 		t.Fatalf("translated %d partitions, want %d: %+v", len(ts), partitions, ts)
 	}
-	st, err := mirror.ReadState(context.Background(), []string{b.Addr}, mirror.CheckpointTopic("tr"))
+	st, err := mirror.ReadState(context.Background(), []kgo.Opt{kgo.SeedBrokers(b.Addr)}, mirror.CheckpointTopic("tr"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,8 +225,10 @@ func ensureCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string) 
 // last stable offset. The caller should first have fenced any other
 // instance (InitProducerId), so that no transaction of the topic is open
 // and the last stable offset is its end. A missing topic is an empty state.
-func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.Opt) (*State, error) {
-	adm, cl, err := adminClient(seeds, extra...)
+// client are the options of the target's clients (seeds and security:
+// kafka.ClientOptions).
+func ReadState(ctx context.Context, client []kgo.Opt, topic string) (*State, error) {
+	adm, cl, err := adminClient(client)
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +274,8 @@ func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.O
 	if end.Offset <= first.Offset {
 		return st, nil
 	}
-	rd, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(first.Offset)}})}, extra...)...)
+	rd, err := kgo.NewClient(with(client, []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(first.Offset)}})}, nil)...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
@@ -309,8 +311,8 @@ func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.O
 	}
 }
 
-func adminClient(seeds []string, extra ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, extra...)...)
+func adminClient(client []kgo.Opt) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(client...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mirror: %w", err)
 	}
