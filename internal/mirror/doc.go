@@ -43,8 +43,10 @@
 //     CreateTime), grow target topics with fewer partitions
 //     (CreatePartitions).
 //  4. Consume each partition from its position (a new partition from its
-//     log start, or its end with --start latest), read_committed, control
-//     records kept so that the position passes the source's markers.
+//     log start, or its end with --start latest; the session's first
+//     transaction commits that start as its position, copied or not),
+//     read_committed, control records kept so that the position passes
+//     the source's markers.
 //
 // Then, repeatedly: begin a transaction, copy for --commit-interval (or
 // --max-txn-records) to the same topic and partition with key, value (null

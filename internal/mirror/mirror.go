@@ -571,6 +571,15 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 // commit flushes the copied records, adds the position (and, when due, the
 // checkpoint) records to the same transaction and commits it.
 func (s *copySession) commit(ctx context.Context, t *txn) error {
+	// A partition without a committed position gets one in this
+	// transaction, copied or not: a restart must resume where this session
+	// started it, not resolve --start latest (or a moved log start) again
+	// and skip, uncounted, what arrived in between.
+	for tp, next := range s.next {
+		if _, ok := t.next[tp]; !ok && s.st.Positions[tp] == nil {
+			t.next[tp] = next
+		}
+	}
 	if len(t.next) == 0 {
 		// Nothing was added: ending the empty transaction sends nothing.
 		return fenced(s.prod.EndTransaction(ctx, kgo.TryCommit))
