@@ -126,12 +126,13 @@ func TestMirrorSluiceToSluice(t *testing.T) {
 			t.Fatalf("%s was mirrored", name)
 		}
 	}
-	rcs, err := bAdm.DescribeTopicConfigs(context.Background(), "orders", "stamped")
+	rcs, err := bAdm.DescribeTopicConfigs(context.Background(), "orders", "stamped", mirror.CheckpointTopic("m1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]string{"orders": {"retention.ms": "3600000", "max.message.bytes": "2000000"},
-		"stamped": {"message.timestamp.type": "CreateTime"}}
+		"stamped":                    {"message.timestamp.type": "CreateTime"},
+		mirror.CheckpointTopic("m1"): {"cleanup.policy": "compact", "segment.bytes": "8388608"}}
 	for _, rc := range rcs {
 		got := map[string]string{}
 		for _, c := range rc.Configs {

@@ -207,11 +207,18 @@ func (s *State) apply(r *kgo.Record) error {
 // CheckpointTopic is the name of the checkpoint topic of the mirror name.
 func CheckpointTopic(name string) string { return name + ".checkpoints" }
 
+// checkpointSegmentBytes is the checkpoint topic's segment.bytes.
+// Compaction never touches the active segment: with the default 1 GiB, the
+// position records of every transaction (one per partition, five a second)
+// pile up uncompacted, and every session start, status and translate
+// reads them all. 8 MiB bounds that to a few segments.
+const checkpointSegmentBytes = "8388608"
+
 // ensureCheckpointTopic creates the compacted one-partition checkpoint
 // topic on the target unless it exists.
 func ensureCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string) error {
-	cleanup := "compact"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &cleanup}, topic)
+	cleanup, segment := "compact", checkpointSegmentBytes
+	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &cleanup, "segment.bytes": &segment}, topic)
 	if err == nil {
 		err = resp.Err
 	}
