@@ -260,7 +260,7 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	}
 	defer srcCl.Close()
 	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
-		partitions: map[string]int32{}, next: map[Partition]int64{}, target: map[Partition]int64{},
+		partitions: map[string]int32{}, ids: map[string]string{}, next: map[Partition]int64{}, target: map[Partition]int64{},
 		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
 	starts, err := s.refresh(ctx, true)
 	if err != nil {
@@ -300,6 +300,7 @@ type copySession struct {
 	prog *kafka.Progress
 
 	partitions map[string]int32      // mirrored topics and their partition counts
+	ids        map[string]string     // mirrored topics' source topic IDs ("": none)
 	next       map[Partition]int64   // next source offset, committed
 	target     map[Partition]int64   // target offset after the last committed copy
 	hwm        map[Partition]int64   // the source's high watermark, last seen
@@ -338,6 +339,9 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 			s.m.log.Info("following a new topic", "topic", t.name, "partitions", t.partitions)
 		}
 		s.partitions[t.name] = t.partitions
+		if t.id != (kadm.TopicID{}) {
+			s.ids[t.name] = t.id.String()
+		}
 	}
 	if len(fresh) == 0 {
 		return nil, nil
@@ -410,6 +414,10 @@ func (s *copySession) startOf(tp Partition, logStart, end int64, first bool) (in
 			return end, nil
 		}
 		return logStart, nil
+	}
+	if id := s.ids[tp.Topic]; pos.TopicID != "" && id != "" && pos.TopicID != id {
+		return 0, fmt.Errorf("%w: %s: the topic was recreated (topic ID %s, the committed position's %s); delete %s on the target to start over",
+			ErrSourceTruncated, tp, id, pos.TopicID, s.m.ckptTopic)
 	}
 	at := pos.Source
 	if at > end {
@@ -610,7 +618,7 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 			target = last + 1
 		}
 		targets[tp] = target
-		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli()}))
+		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}))
 	}
 	t.mu.Unlock()
 	var ckpts map[Partition]*Checkpoints
@@ -644,7 +652,7 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	for tp, next := range t.next {
 		s.next[tp] = next
 		s.target[tp] = targets[tp]
-		s.st.Positions[tp] = &Position{V: recordVersion, Mapping: Mapping{Source: next, Target: targets[tp]}, CommittedMs: now.UnixMilli()}
+		s.st.Positions[tp] = &Position{V: recordVersion, Mapping: Mapping{Source: next, Target: targets[tp]}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}
 	}
 	if ckptDue {
 		s.ckptAt = now

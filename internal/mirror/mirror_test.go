@@ -2,9 +2,11 @@ package mirror_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,4 +292,32 @@ func TestMirrorStartLatestKeepsItsStart(t *testing.T) {
 	if len(dst) != 30 || !dst[0].same(src[20]) || !dst[29].same(src[49]) {
 		t.Fatalf("the target holds %d records, want the 30 produced after the mirror's first start: %v", len(dst), dst)
 	}
+}
+
+// TestMirrorRefusesRecreatedTopic: a source topic deleted and created again
+// under the same name, with more records than the mirror's position, is
+// refused (its topic ID changed) instead of being copied from the old
+// position on, which would skip the new topic's first records uncounted.
+func TestMirrorRefusesRecreatedTopic(t *testing.T) {
+	a := sluice.StartBroker(t, sluice.BrokerOptions{})
+	b := sluice.StartBroker(t, sluice.BrokerOptions{})
+	createTopic(t, a.Addr, "again", 1, nil)
+	produceMixed(t, a.Addr, "again", 1, 0, 20)
+	cfg := mirror.Config{From: a.Addr, To: b.Addr, Selection: selection("again"), Name: "re",
+		CommitInterval: 20 * time.Millisecond, ExitWhenCaughtUp: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := <-runMirror(t, ctx, cfg); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, err := kadm.NewClient(client(t, a.Addr)).DeleteTopic(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, a.Addr, "again", 1, nil)
+	produceMixed(t, a.Addr, "again", 1, 0, 60)
+	err := <-runMirror(t, ctx, cfg)
+	if !errors.Is(err, mirror.ErrSourceTruncated) || !strings.Contains(err.Error(), "recreated") {
+		t.Fatalf("mirror of the recreated topic: %v, want ErrSourceTruncated naming the recreation (target holds %d records)", err, len(readCommitted(t, b.Addr, "again")[0]))
+	}
+	t.Log(err)
 }

@@ -46,6 +46,9 @@ type Position struct {
 	// CommittedMs is when the transaction that wrote it was begun to be
 	// committed (Unix milliseconds, the mirror's clock).
 	CommittedMs int64 `json:"at"`
+	// TopicID is the source topic's ID (base64) when the source has IDs: a
+	// topic recreated under the same name has another, and is refused.
+	TopicID string `json:"id,omitempty"`
 }
 
 // Checkpoints is a partition's checkpoint history: the mirror's first
