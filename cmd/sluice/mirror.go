@@ -7,14 +7,54 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/sluicehq/sluice/internal/kafka"
 	"github.com/sluicehq/sluice/internal/mirror"
 )
 
 func init() { extraCommands = append(extraCommands, newMirrorCommand) }
 
+// sideSecurity are the --from-command-config and --to-command-config flags:
+// a Kafka client properties file per cluster (security.protocol,
+// sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...), as
+// MirrorMaker takes src.* and dst.* client settings.
+type sideSecurity struct{ from, to string }
+
+func addSideSecurityFlags(f *pflag.FlagSet) *sideSecurity {
+	s := &sideSecurity{}
+	f.StringVar(&s.from, "from-command-config", "", "Kafka client properties file for the source (security.protocol, sasl.*, ssl.*)")
+	f.StringVar(&s.to, "to-command-config", "", "Kafka client properties file for the target (security.protocol, sasl.*, ssl.*)")
+	return s
+}
+
+// security reads and checks both files (none: PLAINTEXT).
+func (s *sideSecurity) security() (from, to kafka.Security, err error) {
+	read := func(flag, path string) (kafka.Security, error) {
+		if path == "" {
+			return kafka.Security{}, nil
+		}
+		sec, err := kafka.ReadClientProperties(path)
+		if err == nil {
+			err = sec.Check()
+		}
+		if err == nil {
+			_, err = sec.TLSConfig()
+		}
+		if err != nil {
+			return kafka.Security{}, fmt.Errorf("--%s: %w", flag, err)
+		}
+		return sec.Normalized(), nil
+	}
+	if from, err = read("from-command-config", s.from); err == nil {
+		to, err = read("to-command-config", s.to)
+	}
+	return from, to, err
+}
+
 func newMirrorCommand() *cobra.Command {
 	var (
+		sec              *sideSecurity
 		cfg              mirror.Config
 		topics, exclude  string
 		metricsAddr      string
@@ -46,6 +86,9 @@ offset) go to the compacted topic NAME.checkpoints on the target every --checkpo
 					return fmt.Errorf("mirror: --exclude %q: %v", exclude, err)
 				}
 			}
+			if cfg.FromSecurity, cfg.ToSecurity, err = sec.security(); err != nil {
+				return err
+			}
 			sf := serviceFlags{metricsListen: metricsAddr, logLevel: logLevel}
 			log, err := sf.logger("mirror")
 			if err != nil {
@@ -70,6 +113,7 @@ offset) go to the compacted topic NAME.checkpoints on the target every --checkpo
 	f := cmd.Flags()
 	f.StringVar(&cfg.From, "from", "", "source cluster HOST:PORT[,HOST:PORT]")
 	f.StringVar(&cfg.To, "to", "", "target cluster HOST:PORT[,HOST:PORT]")
+	sec = addSideSecurityFlags(f)
 	f.StringVar(&topics, "topics", "", "regular expression the whole source topic name must match")
 	f.StringVar(&exclude, "exclude", "", "regular expression of topics not to mirror")
 	f.StringVar(&cfg.Name, "name", "mirror", "mirror name: transactional id sluice-mirror.NAME and checkpoint topic NAME.checkpoints on the target")
@@ -92,6 +136,7 @@ offset) go to the compacted topic NAME.checkpoints on the target every --checkpo
 func newMirrorTranslateCommand() *cobra.Command {
 	var (
 		opts    mirror.TranslateOptions
+		sec     *sideSecurity
 		timeout time.Duration
 		asJSON  bool
 	)
@@ -108,6 +153,10 @@ consumers first.`,
 			defer cancel()
 			ctx, cancelT := context.WithTimeout(ctx, timeout)
 			defer cancelT()
+			var err error
+			if opts.FromSecurity, opts.ToSecurity, err = sec.security(); err != nil {
+				return err
+			}
 			ts, err := mirror.Translate(ctx, opts)
 			if werr := mirror.WriteTranslated(c.OutOrStdout(), ts, asJSON); werr != nil && err == nil {
 				err = werr
@@ -118,6 +167,7 @@ consumers first.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.From, "from", "", "source cluster HOST:PORT[,HOST:PORT]")
 	f.StringVar(&opts.To, "to", "", "target cluster HOST:PORT[,HOST:PORT]")
+	sec = addSideSecurityFlags(f)
 	f.StringVar(&opts.Name, "name", "mirror", "the mirror's --name")
 	f.StringVar(&opts.Group, "group", "", "consumer group to translate")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print the translation, commit nothing")
@@ -129,6 +179,7 @@ consumers first.`,
 func newMirrorStatusCommand() *cobra.Command {
 	var (
 		opts    mirror.StatusOptions
+		sec     *sideSecurity
 		timeout time.Duration
 		asJSON  bool
 	)
@@ -141,6 +192,10 @@ func newMirrorStatusCommand() *cobra.Command {
 			defer cancel()
 			ctx, cancelT := context.WithTimeout(ctx, timeout)
 			defer cancelT()
+			var err error
+			if opts.FromSecurity, opts.ToSecurity, err = sec.security(); err != nil {
+				return err
+			}
 			ss, err := mirror.Status(ctx, opts)
 			if err != nil {
 				return err
@@ -151,6 +206,7 @@ func newMirrorStatusCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.From, "from", "", "source cluster, for the lag (optional)")
 	f.StringVar(&opts.To, "to", "", "target cluster HOST:PORT[,HOST:PORT]")
+	sec = addSideSecurityFlags(f)
 	f.StringVar(&opts.Name, "name", "mirror", "the mirror's --name")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")

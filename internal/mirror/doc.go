@@ -16,7 +16,8 @@
 // Each transaction on the target holds the copied records and, for every
 // source partition it advanced, a position record in the target topic
 // NAME.checkpoints: key "position/TOPIC/PARTITION", value JSON
-// {"v":1,"s":next source offset,"t":target offset after the last copy,"at":ms}.
+// {"v":1,"s":next source offset,"t":target offset after the last copy,"at":ms,
+// "id":source topic ID}.
 // The data and the position commit or abort together, so the committed
 // position is exactly the end of what the target holds. The alternative
 // (the position as a consumer group's offsets on the target, through
@@ -43,8 +44,10 @@
 //     CreateTime), grow target topics with fewer partitions
 //     (CreatePartitions).
 //  4. Consume each partition from its position (a new partition from its
-//     log start, or its end with --start latest), read_committed, control
-//     records kept so that the position passes the source's markers.
+//     log start, or its end with --start latest; the session's first
+//     transaction commits that start as its position, copied or not),
+//     read_committed, control records kept so that the position passes
+//     the source's markers.
 //
 // Then, repeatedly: begin a transaction, copy for --commit-interval (or
 // --max-txn-records) to the same topic and partition with key, value (null
@@ -70,8 +73,10 @@
 //   - Source truncated (retention or DeleteRecords passed the position):
 //     refused with ErrSourceTruncated unless --on-out-of-range skip, which
 //     resumes at the log start, logs the range and counts it in
-//     sluice_mirror_skipped_offsets_total. A position beyond the source's
-//     end (the topic recreated) is always refused.
+//     sluice_mirror_skipped_offsets_total. A topic recreated under its
+//     name is always refused: its topic ID differs from the one the
+//     position records (key "id"), or, on a source without IDs, the
+//     position is beyond its end.
 //
 // Consumers of the target must read with isolation level read_committed:
 // a read_uncommitted consumer also sees the records of aborted

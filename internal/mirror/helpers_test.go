@@ -123,8 +123,16 @@ func readCommitted(t testing.TB, addr, topic string) map[int32][]rec {
 // the same order in each partition.
 func sameRecords(t testing.TB, topic string, source, target map[int32][]rec) {
 	t.Helper()
+	if d := diffRecords(topic, source, target); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// diffRecords describes the first difference between source's and
+// target's records ("" when target holds exactly source's, in order).
+func diffRecords(topic string, source, target map[int32][]rec) string {
 	if len(source) != len(target) {
-		t.Fatalf("%s: %d partitions on the source, %d on the target", topic, len(source), len(target))
+		return fmt.Sprintf("%s: %d partitions on the source, %d on the target", topic, len(source), len(target))
 	}
 	var ps []int32
 	for p := range source {
@@ -135,13 +143,14 @@ func sameRecords(t testing.TB, topic string, source, target map[int32][]rec) {
 		s, d := source[p], target[p]
 		for i := 0; i < len(s) && i < len(d); i++ {
 			if !s[i].same(d[i]) {
-				t.Fatalf("%s/%d: record %d differs:\n source %v\n target %v", topic, p, i, s[i], d[i])
+				return fmt.Sprintf("%s/%d: record %d differs:\n source %v\n target %v", topic, p, i, s[i], d[i])
 			}
 		}
 		if len(s) != len(d) {
-			t.Fatalf("%s/%d: %d records on the source, %d on the target", topic, p, len(s), len(d))
+			return fmt.Sprintf("%s/%d: %d records on the source, %d on the target", topic, p, len(s), len(d))
 		}
 	}
+	return ""
 }
 
 // runMirror runs a mirror in this process until ctx ends or it fails.
@@ -171,7 +180,7 @@ func waitCaughtUp(t testing.TB, from, to, name string, topics ...string) {
 		if err != nil {
 			t.Fatalf("list the source's end offsets: %v", err)
 		}
-		st, err := mirror.ReadState(ctx, []string{to}, mirror.CheckpointTopic(name))
+		st, err := mirror.ReadState(ctx, []kgo.Opt{kgo.SeedBrokers(to)}, mirror.CheckpointTopic(name))
 		if err != nil {
 			t.Fatalf("read the mirror's state: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafka"
+	"github.com/sluicehq/sluice/internal/mutate"
 )
 
 var (
@@ -44,8 +45,10 @@ type Observer interface {
 
 // Config configures a mirror. Zero values are the defaults noted.
 type Config struct {
-	// From and To are the source and target bootstrap lists (HOST:PORT,...).
-	From, To string
+	// From and To are the source and target bootstrap lists (HOST:PORT,...);
+	// FromSecurity and ToSecurity how to reach them (zero: PLAINTEXT).
+	From, To                 string
+	FromSecurity, ToSecurity kafka.Security
 	// Selection chooses the source topics.
 	Selection Selection
 	// Name names the mirror: its transactional id (sluice-mirror.NAME) and
@@ -92,9 +95,10 @@ func TransactionalID(name string) string { return "sluice-mirror." + name }
 type Mirror struct {
 	cfg       Config
 	log       *slog.Logger
-	from, to  []string
+	from, to  []kgo.Opt // seeds and security of each side (kafka.ClientOptions)
 	codec     kgo.CompressionCodec
 	ckptTopic string
+	crash     *crashPoint // nil unless CrashEnv is set (test builds only)
 }
 
 // New checks cfg and returns a mirror; Run starts it.
@@ -108,13 +112,13 @@ func New(cfg Config) (*Mirror, error) {
 	if err := checkName(cfg.Name); err != nil {
 		return nil, err
 	}
-	from, err := kafka.SplitBootstrap(cfg.From)
+	from, err := sideOptions("--from", cfg.From, cfg.FromSecurity)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --from: %v", ErrBadInput, err)
+		return nil, err
 	}
-	to, err := kafka.SplitBootstrap(cfg.To)
+	to, err := sideOptions("--to", cfg.To, cfg.ToSecurity)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --to: %v", ErrBadInput, err)
+		return nil, err
 	}
 	codec, err := kafka.ParseCompression(cfg.Compression)
 	if err != nil {
@@ -150,8 +154,25 @@ func New(cfg Config) (*Mirror, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Mirror{cfg: cfg, log: log.With("mirror", cfg.Name), from: from, to: to, codec: codec,
-		ckptTopic: CheckpointTopic(cfg.Name)}, nil
+	log = log.With("mirror", cfg.Name)
+	return &Mirror{cfg: cfg, log: log, from: from, to: to, codec: codec,
+		ckptTopic: CheckpointTopic(cfg.Name), crash: crashFromEnv(log)}, nil
+}
+
+// sideOptions are the options every client of one cluster starts from:
+// its seed brokers and security (kafka.ClientOptions, as every client of
+// the tools).
+func sideOptions(flag, bootstrap string, sec kafka.Security) ([]kgo.Opt, error) {
+	opts, err := kafka.ClientOptions(bootstrap, sec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, flag, err)
+	}
+	return opts, nil
+}
+
+// with is side's options, then more, then the configured ClientOpts.
+func with(side []kgo.Opt, more []kgo.Opt, extra []kgo.Opt) []kgo.Opt {
+	return append(append(append([]kgo.Opt(nil), side...), more...), extra...)
 }
 
 // checkName accepts names that make a legal topic name with ".checkpoints".
@@ -211,11 +232,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 // session is one fenced producer and one consumer, from the committed
 // position until an error.
 func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
-	prod, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.to...),
+	prod, err := kgo.NewClient(with(m.to, []kgo.Opt{
 		kgo.TransactionalID(TransactionalID(m.cfg.Name)), kgo.TransactionTimeout(60 * time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(m.codec),
 		kgo.ProducerLinger(0), kgo.MaxBufferedRecords(2 * m.cfg.MaxTxnRecords),
-		kgo.ProducerBatchMaxBytes(1 << 20)}, m.cfg.ClientOpts...)...)
+		kgo.ProducerBatchMaxBytes(1 << 20)}, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: target client: %v", ErrBadInput, err)
 	}
@@ -229,26 +250,26 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	if err := ensureCheckpointTopic(ctx, dst, m.ckptTopic); err != nil {
 		return err
 	}
-	st, err := ReadState(ctx, m.to, m.ckptTopic, m.cfg.ClientOpts...)
+	st, err := ReadState(ctx, with(m.to, nil, m.cfg.ClientOpts), m.ckptTopic)
 	if err != nil {
 		return err
 	}
-	srcCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.from...)}, m.cfg.ClientOpts...)...)
+	srcCl, err := kgo.NewClient(with(m.from, nil, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: source client: %v", ErrBadInput, err)
 	}
 	defer srcCl.Close()
 	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
-		partitions: map[string]int32{}, next: map[Partition]int64{}, target: map[Partition]int64{},
+		partitions: map[string]int32{}, ids: map[string]string{}, next: map[Partition]int64{}, target: map[Partition]int64{},
 		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
 	starts, err := s.refresh(ctx, true)
 	if err != nil {
 		return err
 	}
-	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m.from...),
+	cons, err := kgo.NewClient(with(m.from, []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxBytes(32 << 20),
-		kgo.FetchMaxPartitionBytes(8 << 20), kgo.ConsumePartitions(starts)}, m.cfg.ClientOpts...)...)
+		kgo.FetchMaxPartitionBytes(8 << 20), kgo.ConsumePartitions(starts)}, m.cfg.ClientOpts)...)
 	if err != nil {
 		return fmt.Errorf("%w: source consumer: %v", ErrBadInput, err)
 	}
@@ -279,6 +300,7 @@ type copySession struct {
 	prog *kafka.Progress
 
 	partitions map[string]int32      // mirrored topics and their partition counts
+	ids        map[string]string     // mirrored topics' source topic IDs ("": none)
 	next       map[Partition]int64   // next source offset, committed
 	target     map[Partition]int64   // target offset after the last committed copy
 	hwm        map[Partition]int64   // the source's high watermark, last seen
@@ -317,6 +339,9 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 			s.m.log.Info("following a new topic", "topic", t.name, "partitions", t.partitions)
 		}
 		s.partitions[t.name] = t.partitions
+		if t.id != (kadm.TopicID{}) {
+			s.ids[t.name] = t.id.String()
+		}
 	}
 	if len(fresh) == 0 {
 		return nil, nil
@@ -389,6 +414,10 @@ func (s *copySession) startOf(tp Partition, logStart, end int64, first bool) (in
 			return end, nil
 		}
 		return logStart, nil
+	}
+	if id := s.ids[tp.Topic]; pos.TopicID != "" && id != "" && pos.TopicID != id {
+		return 0, fmt.Errorf("%w: %s: the topic was recreated (topic ID %s, the committed position's %s); delete %s on the target to start over",
+			ErrSourceTruncated, tp, id, pos.TopicID, s.m.ckptTopic)
 	}
 	at := pos.Source
 	if at > end {
@@ -550,6 +579,15 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 // commit flushes the copied records, adds the position (and, when due, the
 // checkpoint) records to the same transaction and commits it.
 func (s *copySession) commit(ctx context.Context, t *txn) error {
+	// A partition without a committed position gets one in this
+	// transaction, copied or not: a restart must resume where this session
+	// started it, not resolve --start latest (or a moved log start) again
+	// and skip, uncounted, what arrived in between.
+	for tp, next := range s.next {
+		if _, ok := t.next[tp]; !ok && s.st.Positions[tp] == nil {
+			t.next[tp] = next
+		}
+	}
 	if len(t.next) == 0 {
 		// Nothing was added: ending the empty transaction sends nothing.
 		return fenced(s.prod.EndTransaction(ctx, kgo.TryCommit))
@@ -560,6 +598,15 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	if err := t.failed(); err != nil {
 		return fenced(fmt.Errorf("mirror: produce to the target: %w", err))
 	}
+	if mutate.Enabled(mutate.MirrorPosition) { // the unsafe way: the records commit without their position
+		if err := s.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fenced(err)
+		}
+		if err := s.prod.BeginTransaction(); err != nil {
+			return fenced(err)
+		}
+	}
+	s.m.crash.at(StageCopied)
 	now := time.Now()
 	ckptDue := now.Sub(s.ckptAt) >= s.m.cfg.CheckpointInterval
 	targets := map[Partition]int64{}
@@ -571,7 +618,7 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 			target = last + 1
 		}
 		targets[tp] = target
-		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli()}))
+		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}))
 	}
 	t.mu.Unlock()
 	var ckpts map[Partition]*Checkpoints
@@ -596,14 +643,16 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	if err := t.failed(); err != nil {
 		return fenced(fmt.Errorf("mirror: write the position to %s: %w", s.m.ckptTopic, err))
 	}
+	s.m.crash.at(StagePositioned)
 	if err := s.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fenced(fmt.Errorf("mirror: commit the transaction: %w", err))
 	}
+	s.m.crash.at(StageCommitted)
 	// Committed: the session's view follows.
 	for tp, next := range t.next {
 		s.next[tp] = next
 		s.target[tp] = targets[tp]
-		s.st.Positions[tp] = &Position{V: recordVersion, Mapping: Mapping{Source: next, Target: targets[tp]}, CommittedMs: now.UnixMilli()}
+		s.st.Positions[tp] = &Position{V: recordVersion, Mapping: Mapping{Source: next, Target: targets[tp]}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}
 	}
 	if ckptDue {
 		s.ckptAt = now

@@ -2,9 +2,11 @@ package mirror_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,12 +128,13 @@ func TestMirrorSluiceToSluice(t *testing.T) {
 			t.Fatalf("%s was mirrored", name)
 		}
 	}
-	rcs, err := bAdm.DescribeTopicConfigs(context.Background(), "orders", "stamped")
+	rcs, err := bAdm.DescribeTopicConfigs(context.Background(), "orders", "stamped", mirror.CheckpointTopic("m1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]string{"orders": {"retention.ms": "3600000", "max.message.bytes": "2000000"},
-		"stamped": {"message.timestamp.type": "CreateTime"}}
+		"stamped":                    {"message.timestamp.type": "CreateTime"},
+		mirror.CheckpointTopic("m1"): {"cleanup.policy": "compact", "segment.bytes": "8388608"}}
 	for _, rc := range rcs {
 		got := map[string]string{}
 		for _, c := range rc.Configs {
@@ -192,7 +195,7 @@ func TestMirrorTranslate(t *testing.T) {
 	if len(ts) != partitions {
 		t.Fatalf("translated %d partitions, want %d: %+v", len(ts), partitions, ts)
 	}
-	st, err := mirror.ReadState(context.Background(), []string{b.Addr}, mirror.CheckpointTopic("tr"))
+	st, err := mirror.ReadState(context.Background(), []kgo.Opt{kgo.SeedBrokers(b.Addr)}, mirror.CheckpointTopic("tr"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +265,59 @@ func boundAround(c *mirror.Checkpoints, pos *mirror.Position, offset int64) int6
 		}
 	}
 	return hi - lo
+}
+
+// TestMirrorStartLatestKeepsItsStart: with --start latest, a partition the
+// mirror started but copied nothing from keeps that start across a
+// restart: records produced while the mirror was down are copied, not
+// skipped by resolving "latest" again.
+func TestMirrorStartLatestKeepsItsStart(t *testing.T) {
+	a := sluice.StartBroker(t, sluice.BrokerOptions{})
+	b := sluice.StartBroker(t, sluice.BrokerOptions{})
+	createTopic(t, a.Addr, "late", 1, nil)
+	produceMixed(t, a.Addr, "late", 1, 0, 20) // before the mirror's start: not copied
+	run := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := <-runMirror(t, ctx, mirror.Config{From: a.Addr, To: b.Addr, Selection: selection("late"), Name: "lt",
+			Start: "latest", CommitInterval: 20 * time.Millisecond, ExitWhenCaughtUp: true}); err != nil || ctx.Err() != nil {
+			t.Fatalf("mirror: %v (%v)", err, ctx.Err())
+		}
+	}
+	run()
+	produceMixed(t, a.Addr, "late", 1, 20, 30) // while the mirror is down
+	run()
+	src, dst := readCommitted(t, a.Addr, "late")[0], readCommitted(t, b.Addr, "late")[0]
+	if len(dst) != 30 || !dst[0].same(src[20]) || !dst[29].same(src[49]) {
+		t.Fatalf("the target holds %d records, want the 30 produced after the mirror's first start: %v", len(dst), dst)
+	}
+}
+
+// TestMirrorRefusesRecreatedTopic: a source topic deleted and created again
+// under the same name, with more records than the mirror's position, is
+// refused (its topic ID changed) instead of being copied from the old
+// position on, which would skip the new topic's first records uncounted.
+func TestMirrorRefusesRecreatedTopic(t *testing.T) {
+	a := sluice.StartBroker(t, sluice.BrokerOptions{})
+	b := sluice.StartBroker(t, sluice.BrokerOptions{})
+	createTopic(t, a.Addr, "again", 1, nil)
+	produceMixed(t, a.Addr, "again", 1, 0, 20)
+	cfg := mirror.Config{From: a.Addr, To: b.Addr, Selection: selection("again"), Name: "re",
+		CommitInterval: 20 * time.Millisecond, ExitWhenCaughtUp: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := <-runMirror(t, ctx, cfg); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, err := kadm.NewClient(client(t, a.Addr)).DeleteTopic(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, a.Addr, "again", 1, nil)
+	produceMixed(t, a.Addr, "again", 1, 0, 60)
+	err := <-runMirror(t, ctx, cfg)
+	if !errors.Is(err, mirror.ErrSourceTruncated) || !strings.Contains(err.Error(), "recreated") {
+		t.Fatalf("mirror of the recreated topic: %v, want ErrSourceTruncated naming the recreation (target holds %d records)", err, len(readCommitted(t, b.Addr, "again")[0]))
+	}
+	t.Log(err)
 }

@@ -46,6 +46,9 @@ type Position struct {
 	// CommittedMs is when the transaction that wrote it was begun to be
 	// committed (Unix milliseconds, the mirror's clock).
 	CommittedMs int64 `json:"at"`
+	// TopicID is the source topic's ID (base64) when the source has IDs: a
+	// topic recreated under the same name has another, and is refused.
+	TopicID string `json:"id,omitempty"`
 }
 
 // Checkpoints is a partition's checkpoint history: the mirror's first
@@ -207,11 +210,18 @@ func (s *State) apply(r *kgo.Record) error {
 // CheckpointTopic is the name of the checkpoint topic of the mirror name.
 func CheckpointTopic(name string) string { return name + ".checkpoints" }
 
+// checkpointSegmentBytes is the checkpoint topic's segment.bytes.
+// Compaction never touches the active segment: with the default 1 GiB, the
+// position records of every transaction (one per partition, five a second)
+// pile up uncompacted, and every session start, status and translate
+// reads them all. 8 MiB bounds that to a few segments.
+const checkpointSegmentBytes = "8388608"
+
 // ensureCheckpointTopic creates the compacted one-partition checkpoint
 // topic on the target unless it exists.
 func ensureCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string) error {
-	cleanup := "compact"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &cleanup}, topic)
+	cleanup, segment := "compact", checkpointSegmentBytes
+	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &cleanup, "segment.bytes": &segment}, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -225,8 +235,10 @@ func ensureCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string) 
 // last stable offset. The caller should first have fenced any other
 // instance (InitProducerId), so that no transaction of the topic is open
 // and the last stable offset is its end. A missing topic is an empty state.
-func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.Opt) (*State, error) {
-	adm, cl, err := adminClient(seeds, extra...)
+// client are the options of the target's clients (seeds and security:
+// kafka.ClientOptions).
+func ReadState(ctx context.Context, client []kgo.Opt, topic string) (*State, error) {
+	adm, cl, err := adminClient(client)
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +284,8 @@ func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.O
 	if end.Offset <= first.Offset {
 		return st, nil
 	}
-	rd, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(first.Offset)}})}, extra...)...)
+	rd, err := kgo.NewClient(with(client, []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(first.Offset)}})}, nil)...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
@@ -309,8 +321,8 @@ func ReadState(ctx context.Context, seeds []string, topic string, extra ...kgo.O
 	}
 }
 
-func adminClient(seeds []string, extra ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, extra...)...)
+func adminClient(client []kgo.Opt) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(client...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mirror: %w", err)
 	}

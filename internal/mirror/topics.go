@@ -70,6 +70,7 @@ func (s Selection) Match(topic string) bool {
 type sourceTopic struct {
 	name       string
 	partitions int32
+	id         kadm.TopicID // zero when the source has no topic IDs
 }
 
 // listSelected lists the source's topics that s selects, sorted.
@@ -83,7 +84,7 @@ func listSelected(ctx context.Context, adm *kadm.Client, s Selection) ([]sourceT
 		if d.Err != nil || !s.Match(name) {
 			continue
 		}
-		out = append(out, sourceTopic{name: name, partitions: int32(len(d.Partitions))})
+		out = append(out, sourceTopic{name: name, partitions: int32(len(d.Partitions)), id: d.ID})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil

@@ -18,7 +18,8 @@ import (
 
 // TranslateOptions name a group to move from the source to the target.
 type TranslateOptions struct {
-	From, To string
+	From, To                 string
+	FromSecurity, ToSecurity kafka.Security
 	// Name is the mirror's name (its checkpoint topic on the target).
 	Name string
 	// Group is the consumer group, the same on both clusters.
@@ -56,19 +57,20 @@ func Translate(ctx context.Context, opts TranslateOptions) ([]Translated, error)
 	if opts.Name == "" {
 		opts.Name = "mirror"
 	}
-	from, err := kafka.SplitBootstrap(opts.From)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --from: %v", ErrBadInput, err)
-	}
-	to, err := kafka.SplitBootstrap(opts.To)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --to: %v", ErrBadInput, err)
-	}
-	st, err := ReadState(ctx, to, CheckpointTopic(opts.Name), opts.ClientOpts...)
+	from, err := sideOptions("--from", opts.From, opts.FromSecurity)
 	if err != nil {
 		return nil, err
 	}
-	src, srcCl, err := adminClient(from, opts.ClientOpts...)
+	to, err := sideOptions("--to", opts.To, opts.ToSecurity)
+	if err != nil {
+		return nil, err
+	}
+	to = with(to, nil, opts.ClientOpts)
+	st, err := ReadState(ctx, to, CheckpointTopic(opts.Name))
+	if err != nil {
+		return nil, err
+	}
+	src, srcCl, err := adminClient(with(from, nil, opts.ClientOpts))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +109,7 @@ func Translate(ctx context.Context, opts TranslateOptions) ([]Translated, error)
 		return out[i].Partition < out[j].Partition
 	})
 	if !opts.DryRun && len(toCommit) > 0 {
-		dst, dstCl, err := adminClient(to, opts.ClientOpts...)
+		dst, dstCl, err := adminClient(to)
 		if err != nil {
 			return nil, err
 		}
@@ -158,9 +160,10 @@ type PartitionStatus struct {
 // StatusOptions say which mirror to describe.
 type StatusOptions struct {
 	// To is the target (required); From, when set, gives the lag.
-	From, To   string
-	Name       string
-	ClientOpts []kgo.Opt
+	From, To                 string
+	FromSecurity, ToSecurity kafka.Security
+	Name                     string
+	ClientOpts               []kgo.Opt
 }
 
 // Status reads the mirror's committed positions and checkpoints from the
@@ -169,11 +172,11 @@ func Status(ctx context.Context, opts StatusOptions) ([]PartitionStatus, error) 
 	if opts.Name == "" {
 		opts.Name = "mirror"
 	}
-	to, err := kafka.SplitBootstrap(opts.To)
+	to, err := sideOptions("--to", opts.To, opts.ToSecurity)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --to: %v", ErrBadInput, err)
+		return nil, err
 	}
-	st, err := ReadState(ctx, to, CheckpointTopic(opts.Name), opts.ClientOpts...)
+	st, err := ReadState(ctx, with(to, nil, opts.ClientOpts), CheckpointTopic(opts.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -183,11 +186,11 @@ func Status(ctx context.Context, opts StatusOptions) ([]PartitionStatus, error) 
 	}
 	var hwm kadm.ListedOffsets
 	if opts.From != "" {
-		from, err := kafka.SplitBootstrap(opts.From)
+		from, err := sideOptions("--from", opts.From, opts.FromSecurity)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --from: %v", ErrBadInput, err)
+			return nil, err
 		}
-		src, cl, err := adminClient(from, opts.ClientOpts...)
+		src, cl, err := adminClient(with(from, nil, opts.ClientOpts))
 		if err != nil {
 			return nil, err
 		}

@@ -28,6 +28,10 @@
 //	                            as expired and reaps live attempts
 //	broker.idempotent-sequence  the broker appends an idempotent producer's
 //	                            duplicate or out-of-order batch as new
+//	mirror.position-outside-txn the mirror commits the copied records before
+//	                            it writes their position, in a transaction of
+//	                            its own (internal/mirror's
+//	                            TestMutationMirrorPositionOutsideTxn)
 //
 // Each has a test in testdata/chaos/workload (TestMutation*) where the
 // checker reports an anomaly with it on and none with it off. Without the
@@ -53,7 +57,8 @@ const (
 	Fate               = "writers.fate"
 	Lease              = "writers.lease"
 	IdempotentSequence = "broker.idempotent-sequence"
+	MirrorPosition     = "mirror.position-outside-txn"
 )
 
 // Names lists every mutation.
-var Names = []string{ExclusiveManifest, Chain, Fate, Lease, IdempotentSequence}
+var Names = []string{ExclusiveManifest, Chain, Fate, Lease, IdempotentSequence, MirrorPosition}

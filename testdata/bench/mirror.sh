@@ -11,8 +11,8 @@
 #   RECORDS=300000 MM2=0 testdata/bench/mirror.sh  # quicker, without MirrorMaker 2
 # Environment: RECORDS, RECORD_SIZE, PARTITIONS, MM2 (0 skips it), PROFILE=1
 # writes a CPU profile of the mirror to $WORK/mirror.pprof, KEEP=1 keeps the
-# work directory. MirrorMaker 2's connect-mirror jars are fetched with mvn into
-# testdata/.cache/mm2 on first use.
+# work directory. MirrorMaker 2 runs from the jars `make deps-kafka` puts in
+# testdata/.cache/kafka/lib (testdata/kafka/pom.xml lists connect-mirror).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,11 +85,8 @@ COPIED=$(target_records "$B")
 MM_WALL="" MM_CPU=""
 if [ "$MM2" != 0 ]; then
 	make -s deps-kafka >&2 || die "make deps-kafka failed"
-	MMLIB=$ROOT/testdata/.cache/mm2
-	for a in connect-mirror connect-mirror-client; do
-		[ -f "$MMLIB/$a-$KAFKA_VERSION.jar" ] || mvn -q -B -Dstyle.color=never dependency:copy \
-			-Dartifact=org.apache.kafka:$a:$KAFKA_VERSION -DoutputDirectory="$MMLIB" >&2 || die "fetch $a failed"
-	done
+	KLIB=$ROOT/testdata/.cache/kafka/lib
+	[ -f "$KLIB/connect-mirror-$KAFKA_VERSION.jar" ] || die "$KLIB has no connect-mirror-$KAFKA_VERSION.jar (testdata/kafka/pom.xml)"
 	C=$(start_broker mm2target)
 	cat >"$WORK/mm2.properties" <<EOF
 clusters = src, dst
@@ -112,7 +109,7 @@ emit.checkpoints.enabled = false
 refresh.topics.interval.seconds = 5
 tasks.max = $PARTITIONS
 EOF
-	java -Xms512m -Xmx1g -cp "$ROOT/testdata/.cache/kafka/lib/*:$MMLIB/*" org.apache.kafka.connect.mirror.MirrorMaker \
+	java -Xms512m -Xmx1g -cp "$KLIB/*" org.apache.kafka.connect.mirror.MirrorMaker \
 		"$WORK/mm2.properties" >"$WORK/mm2.log" 2>&1 &
 	MMPID=$!
 	PIDS+=($MMPID)
