@@ -171,3 +171,44 @@ func TestPartitionErrorDelaysOnlyThatPartition(t *testing.T) {
 		return follower.LogEndOffset() == leader.LogEndOffset()
 	})
 }
+
+// A follower that was down while its leader's log start passed its log end
+// (DeleteRecords or retention) cannot fetch from its log end any more: it
+// restarts its log at the leader's log start, catches up and rejoins the
+// ISR, instead of asking for the same out-of-range offset forever.
+func TestFollowerBehindLeaderLogStartRestarts(t *testing.T) {
+	c := newCluster(t, 2, 1, 1, time.Minute)
+	both := []int32{1, 2}
+	c.elect(0, 1, both)
+	if code, _ := c.produceRaw(1, 0, -1, "a0", "a1"); code != 0 {
+		t.Fatalf("produce a: code %d", code)
+	}
+	c.waitFor("settle", c.settled)
+	c.stop(2)
+	c.elect(0, 1, both, 2) // epoch 1, ISR [1]
+	for i := range 3 {
+		if code, _ := c.produceRaw(1, 0, -1, "b"+strconv.Itoa(i)); code != 0 { // offsets 2-4
+			t.Fatalf("produce b%d: code %d", i, code)
+		}
+	}
+	leader, err := c.node(1).srv.PartitionLog(c.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.DeleteRecordsBefore(4); err != nil { // the leader's log start passes broker 2's log end (2)
+		t.Fatal(err)
+	}
+	c.start(2)
+	c.waitFor("broker 2 back in the ISR", func() bool { return slices.Contains(c.current(0).ISR, 2) })
+	follower, err := c.node(2).srv.PartitionLog(c.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if follower.LogStartOffset() != 4 || follower.LogEndOffset() != leader.LogEndOffset() {
+		t.Fatalf("broker 2's log [%d, %d), the leader's [%d, %d)", follower.LogStartOffset(), follower.LogEndOffset(),
+			leader.LogStartOffset(), leader.LogEndOffset())
+	}
+	if got := values(t, c, 2); got[4] != "b2" {
+		t.Errorf("broker 2 offset 4: %q, want b2 (all: %v)", got[4], got)
+	}
+}

@@ -425,6 +425,20 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
+		if ls := rp.LogStartOffset; ls > w.fetchOffset && p.log.LogEndOffset() == w.fetchOffset {
+			// Our log ends below the leader's log start (DeleteRecords or
+			// retention while we were away): nothing we hold is the
+			// leader's any more, and no cut brings the fetch offset in
+			// range. Restart the log at the leader's log start.
+			f.m.logger.Warn("log end below the leader's log start; restarting the log there", "topic", p.key.topic,
+				"partition", p.key.partition, "log_end", w.fetchOffset, "leader_log_start", ls)
+			if err := p.log.TruncateFullyAndStartAt(ls); err != nil {
+				f.m.logger.Error("restart the log", "topic", p.key.topic, "partition", p.key.partition, "at", ls, "err", err)
+				return false
+			}
+			f.m.metrics.truncations.Inc()
+			return true
+		}
 		f.m.logger.Warn("fetch offset out of range at the leader; truncating again", "topic", p.key.topic, "partition", p.key.partition,
 			"fetch_offset", w.fetchOffset, "leader_log_start", rp.LogStartOffset, "leader_hw", rp.HighWatermark)
 		p.fetching.truncating = true
