@@ -140,9 +140,12 @@ func (n *Node) Reassignments() []PartitionState {
 // the assignment becomes the target. Each write is conditional (the state
 // on its version and the controller epoch, the assignment on the version
 // read), so a controller that fails between them leaves a move the next one
-// finishes. moved is true when a write lost a race.
-func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved bool, err error) {
-	st, ok, err := readState(c.s, a, p)
+// finishes. The finished move's assignment write leaves a at the znode's new
+// version, so the rest of the round goes on with it (the other partitions
+// of a topic whose moves finish together are not one round each). moved is
+// true when a write lost a race.
+func (c *controller) advanceMove(a *topicAssignment, p int32, l liveness) (moved bool, err error) {
+	st, ok, err := readState(c.s, *a, p)
 	if err != nil || !ok || !st.moving() {
 		return false, err
 	}
@@ -176,10 +179,12 @@ func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved 
 			return false, err
 		}
 	}
-	a.Replicas[p], a.Adding[p], a.Removing[p] = target, nil, nil
+	done := *a
+	done.Replicas, done.Adding, done.Removing = slices.Clone(a.Replicas), slices.Clone(a.Adding), slices.Clone(a.Removing)
+	done.Replicas[p], done.Adding[p], done.Removing[p] = target, nil, nil
 	resp, err := c.s.ZK().Multi(
 		&zk.CheckVersionRequest{Path: c.s.Path(controllerEpochPath), Version: c.epochVersion},
-		&zk.SetDataRequest{Path: c.s.Path(topicPath(a.Name)), Data: encodeAssignment(a), Version: a.Version})
+		&zk.SetDataRequest{Path: c.s.Path(topicPath(a.Name)), Data: encodeAssignment(done), Version: a.Version})
 	if err != nil {
 		err = c.multiErr(resp, err, topicPath(a.Name))
 		if errors.Is(err, errMoved) {
@@ -187,7 +192,8 @@ func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved 
 		}
 		return false, err
 	}
+	done.Version = resp[1].Stat.Version
+	*a = done
 	c.log.Info("partition reassignment completed", "topic", a.Name, "partition", p, "replicas", target, "leader", next.Leader)
-	// The topic's version moved: the rest of this round would be refused.
-	return true, nil
+	return false, nil
 }

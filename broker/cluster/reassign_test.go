@@ -156,3 +156,74 @@ func TestDecideOutsideAssignment(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvanceMoveFinishesTogether: moves of several partitions of one
+// topic that can finish at once (here dropping a replica whose target
+// replicas are all in the ISR) finish in one pass over the topic, as a
+// reconcile round makes it: each finished move's assignment write leaves
+// the round at the znode's new version instead of failing the next
+// partition's write on a stale one (and costing a full round each).
+func TestAdvanceMoveFinishesTogether(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start(1)
+	c.start(2)
+	c.start(3)
+	c.waitSettled(false)
+	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 3,
+		Replicas: [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(false)
+	// No controller runs from here on: the pass below is the only writer.
+	// The brokers' stops shrank the ISRs; every partition gets back its
+	// preferred leader and a full ISR.
+	for _, id := range []int32{1, 2, 3} {
+		c.stop(id)
+	}
+	a, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range a.Replicas {
+		st := stateOf(t, c, "t", int32(p))
+		st.Leader, st.ISR = a.Replicas[p][0], []int32{1, 2, 3}
+		if _, err := c.watcher.ZK().Set(c.watcher.Path(statePath("t", int32(p))), encodeState(st), st.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	targets := [][]int32{{1, 2}, {2, 1}, {1, 2}} // broker 3 leaves every partition
+	for p, target := range targets {
+		a.Replicas[p] = append(slices.Clone(target), 3)
+		a.Adding[p], a.Removing[p] = nil, []int32{3}
+	}
+	if _, err := c.watcher.ZK().Set(c.watcher.Path(topicPath("t")), encodeAssignment(a), a.Version); err != nil {
+		t.Fatal(err)
+	}
+	epoch, version, _, err := readControllerEpoch(c.watcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := &controller{n: n1, s: c.watcher, log: testLog, epoch: epoch, epochVersion: version}
+	a, _, err = readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := liveness{live: map[int32]bool{1: true, 2: true}, shuttingDown: map[int32]bool{}}
+	for p := range a.Replicas {
+		if moved, err := ctrl.advanceMove(&a, int32(p), live); err != nil || moved {
+			t.Fatalf("t-%d: moved %v, err %v: the pass should finish it", p, moved, err)
+		}
+	}
+	got, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, target := range targets {
+		if !slices.Equal(got.Replicas[p], target) || got.Adding[p] != nil || got.Removing[p] != nil {
+			t.Errorf("t-%d after the pass: replicas %v adding %v removing %v, want %v", p, got.Replicas[p], got.Adding[p], got.Removing[p], target)
+		}
+		if st := stateOf(t, c, "t", int32(p)); slices.Contains(st.ISR, 3) || st.Leader == 3 {
+			t.Errorf("t-%d after the pass: %+v, broker 3 still in it", p, st)
+		}
+	}
+}
