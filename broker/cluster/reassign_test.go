@@ -227,3 +227,43 @@ func TestAdvanceMoveFinishesTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestReassignManyOneWrite: the moves of several partitions of one topic
+// (one AlterPartitionReassignments request) are written into its
+// assignment in one write, a refused partition refusing only itself.
+func TestReassignManyOneWrite(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.startThreeControlledBy1()
+	c.start(4)
+	c.waitSettled(false)
+	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 4,
+		Replicas: [][]int32{{2, 3}, {3, 2}, {2, 3}, {3, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(false)
+	before, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := c.node(2).n.ReassignMany("t", map[int32][]int32{
+		0: {4, 3}, 1: {3, 4}, 2: {2, 9}, 3: {3, 2}, 7: {4, 3},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refused) != 2 || !errors.Is(refused[2], ErrInvalid) || !errors.Is(refused[7], ErrUnknownPartition) {
+		t.Fatalf("refused %v, want partition 2 invalid (broker 9) and 7 unknown", refused)
+	}
+	after, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != before.Version+1 {
+		t.Errorf("the assignment went from version %d to %d: one write expected", before.Version, after.Version)
+	}
+	for p, want := range map[int][3][]int32{0: {{4, 3, 2}, {4}, {2}}, 1: {{3, 4, 2}, {4}, {2}}, 2: {{2, 3}, nil, nil}, 3: {{3, 2}, nil, nil}} {
+		if !slices.Equal(after.Replicas[p], want[0]) || !slices.Equal(after.Adding[p], want[1]) || !slices.Equal(after.Removing[p], want[2]) {
+			t.Errorf("t-%d: replicas %v adding %v removing %v, want %v", p, after.Replicas[p], after.Adding[p], after.Removing[p], want)
+		}
+	}
+}
