@@ -206,15 +206,15 @@ func (c *controller) reconcile(w *watchSet, rebalance bool) (again bool, err err
 		if err != nil {
 			return false, err
 		}
-		for p, replicas := range a.Replicas {
+		for p := range a.Replicas {
 			k := partitionKey{a.Name, int32(p)}
-			moved, err := c.reconcilePartition(a, int32(p), replicas, l, decision{unclean: unclean,
+			moved, err := c.reconcilePartition(a, int32(p), a.Replicas[p], l, decision{unclean: unclean,
 				preferred: imbalanced[k] || wanted[k]})
 			if err != nil {
 				return false, err
 			}
 			if !moved && (len(a.Adding[p]) > 0 || len(a.Removing[p]) > 0) {
-				if moved, err = c.advanceMove(a, int32(p), l); err != nil {
+				if moved, err = c.advanceMove(&a, int32(p), l); err != nil {
 					return false, err
 				}
 			}

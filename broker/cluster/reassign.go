@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/go-zookeeper/zk"
@@ -53,73 +54,123 @@ var (
 )
 
 // Reassign starts, replaces or (target nil) cancels the move of one
-// partition to the replica set target (preferred leader first). It writes
-// the move into the topic's assignment znode, conditionally on the version
-// read; the controller carries it out (see doc.go). A target equal to the
-// current assignment with no move in progress does nothing. A target must
-// list distinct registered brokers; unless allowRFChange it must have as
-// many replicas as the partition had before the move.
+// partition to the replica set target (preferred leader first): ReassignMany
+// for that partition alone.
 func (n *Node) Reassign(topic string, partition int32, target []int32, allowRFChange bool) error {
-	s, err := n.session()
+	refused, err := n.ReassignMany(topic, map[int32][]int32{partition: target}, allowRFChange)
 	if err != nil {
 		return err
 	}
-	if target != nil {
-		if len(target) == 0 {
-			return fmt.Errorf("%w: %s-%d: an empty replica list", ErrInvalid, topic, partition)
+	return refused[partition]
+}
+
+// ReassignMany starts, replaces or (target nil) cancels the moves of
+// partitions of topic, targets[p] being partition p's replica set
+// (preferred leader first). It writes every accepted move into the topic's
+// assignment znode in one write, conditionally on the version read; the
+// controller carries them out (see doc.go). A target equal to the current
+// assignment with no move in progress does nothing. A target must list
+// distinct registered brokers; unless allowRFChange it must have as many
+// replicas as the partition had before the move. refused holds each refused
+// partition's reason; err fails them all (ZooKeeper, or lost races).
+func (n *Node) ReassignMany(topic string, targets map[int32][]int32, allowRFChange bool) (refused map[int32]error, err error) {
+	s, err := n.session()
+	if err != nil {
+		return nil, err
+	}
+	invalid := map[int32]error{}
+	var brokers map[int32]BrokerInfo
+	for p, target := range targets {
+		if target == nil {
+			continue
 		}
-		brokers, err := readBrokers(s)
-		if err != nil {
-			return err
+		if len(target) == 0 {
+			invalid[p] = fmt.Errorf("%w: %s-%d: an empty replica list", ErrInvalid, topic, p)
+			continue
+		}
+		if brokers == nil {
+			if brokers, err = readBrokers(s); err != nil {
+				return nil, err
+			}
 		}
 		for i, b := range target {
 			if slices.Contains(target[:i], b) {
-				return fmt.Errorf("%w: %s-%d: broker %d is listed twice in %v", ErrInvalid, topic, partition, b, target)
+				invalid[p] = fmt.Errorf("%w: %s-%d: broker %d is listed twice in %v", ErrInvalid, topic, p, b, target)
+				break
 			}
 			if _, ok := brokers[b]; !ok {
-				return fmt.Errorf("%w: %s-%d: broker %d is not a live broker of the cluster", ErrInvalid, topic, partition, b)
+				invalid[p] = fmt.Errorf("%w: %s-%d: broker %d is not a live broker of the cluster", ErrInvalid, topic, p, b)
+				break
 			}
 		}
 	}
 	for try := 0; try < maxCASRetries; try++ {
 		a, ok, err := readAssignment(s, topic)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !ok || partition < 0 || int(partition) >= len(a.Replicas) {
-			return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, partition)
+		refused = maps.Clone(invalid)
+		var changed []int32
+		for p, target := range targets {
+			if refused[p] != nil {
+				continue
+			}
+			if !ok || p < 0 || int(p) >= len(a.Replicas) {
+				refused[p] = fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
+				continue
+			}
+			moved, err := a.reassign(p, target, allowRFChange)
+			if err != nil {
+				refused[p] = err
+			} else if moved {
+				changed = append(changed, p)
+			}
 		}
-		cur := PartitionState{Topic: topic, Partition: partition}
-		a.fill(&cur)
-		origin := cur.Origin()
-		switch {
-		case target == nil && !cur.moving():
-			return fmt.Errorf("%w: %s-%d", ErrNoReassignment, topic, partition)
-		case target == nil:
-			a.Replicas[partition], a.Adding[partition], a.Removing[partition] = origin, nil, nil
-		case !cur.moving() && slices.Equal(target, cur.Replicas):
-			return nil
-		case !allowRFChange && len(target) != len(origin):
-			return fmt.Errorf("%w: %s-%d has %d replicas, the target %v has %d", ErrReplicationFactor, topic, partition, len(origin), target, len(target))
-		default:
-			a.Replicas[partition] = append(slices.Clone(target), without(origin, target)...)
-			a.Adding[partition] = without(target, origin)
-			a.Removing[partition] = without(origin, target)
+		if len(changed) == 0 {
+			return refused, nil
 		}
 		_, err = s.ZK().Set(s.Path(topicPath(topic)), encodeAssignment(a), a.Version)
 		switch {
 		case err == nil:
-			n.log.Info("partition reassignment", "topic", topic, "partition", partition, "target", target,
-				"replicas", a.Replicas[partition], "adding", a.Adding[partition], "removing", a.Removing[partition])
-			return nil
+			for _, p := range changed {
+				n.log.Info("partition reassignment", "topic", topic, "partition", p, "target", targets[p],
+					"replicas", a.Replicas[p], "adding", a.Adding[p], "removing", a.Removing[p])
+			}
+			return refused, nil
 		case errors.Is(err, zk.ErrBadVersion):
 		case errors.Is(err, zk.ErrNoNode):
-			return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, partition)
+			for _, p := range changed {
+				refused[p] = fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
+			}
+			return refused, nil
 		default:
-			return fmt.Errorf("cluster: reassign %s-%d: %w", topic, partition, err)
+			return nil, fmt.Errorf("cluster: reassign %s: %w", topic, err)
 		}
 	}
-	return fmt.Errorf("cluster: reassign %s-%d: lost %d races in a row", topic, partition, maxCASRetries)
+	return nil, fmt.Errorf("cluster: reassign %s: lost %d races in a row", topic, maxCASRetries)
+}
+
+// reassign writes into a the move of partition p to target (nil: the
+// cancel of its move); changed is false when there is nothing to write.
+func (a *topicAssignment) reassign(p int32, target []int32, allowRFChange bool) (changed bool, err error) {
+	cur := PartitionState{Topic: a.Name, Partition: p}
+	a.fill(&cur)
+	origin := cur.Origin()
+	switch {
+	case target == nil && !cur.moving():
+		return false, fmt.Errorf("%w: %s-%d", ErrNoReassignment, a.Name, p)
+	case target == nil:
+		a.Replicas[p], a.Adding[p], a.Removing[p] = origin, nil, nil
+	case !cur.moving() && slices.Equal(target, cur.Replicas):
+		return false, nil
+	case !allowRFChange && len(target) != len(origin):
+		return false, fmt.Errorf("%w: %s-%d has %d replicas, the target %v has %d", ErrReplicationFactor, a.Name, p, len(origin), target, len(target))
+	default:
+		a.Replicas[p] = append(slices.Clone(target), without(origin, target)...)
+		a.Adding[p] = without(target, origin)
+		a.Removing[p] = without(origin, target)
+	}
+	return true, nil
 }
 
 // Reassignments returns the partitions with a move in progress as this
@@ -140,9 +191,12 @@ func (n *Node) Reassignments() []PartitionState {
 // the assignment becomes the target. Each write is conditional (the state
 // on its version and the controller epoch, the assignment on the version
 // read), so a controller that fails between them leaves a move the next one
-// finishes. moved is true when a write lost a race.
-func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved bool, err error) {
-	st, ok, err := readState(c.s, a, p)
+// finishes. The finished move's assignment write leaves a at the znode's new
+// version, so the rest of the round goes on with it (the other partitions
+// of a topic whose moves finish together are not one round each). moved is
+// true when a write lost a race.
+func (c *controller) advanceMove(a *topicAssignment, p int32, l liveness) (moved bool, err error) {
+	st, ok, err := readState(c.s, *a, p)
 	if err != nil || !ok || !st.moving() {
 		return false, err
 	}
@@ -176,10 +230,12 @@ func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved 
 			return false, err
 		}
 	}
-	a.Replicas[p], a.Adding[p], a.Removing[p] = target, nil, nil
+	done := *a
+	done.Replicas, done.Adding, done.Removing = slices.Clone(a.Replicas), slices.Clone(a.Adding), slices.Clone(a.Removing)
+	done.Replicas[p], done.Adding[p], done.Removing[p] = target, nil, nil
 	resp, err := c.s.ZK().Multi(
 		&zk.CheckVersionRequest{Path: c.s.Path(controllerEpochPath), Version: c.epochVersion},
-		&zk.SetDataRequest{Path: c.s.Path(topicPath(a.Name)), Data: encodeAssignment(a), Version: a.Version})
+		&zk.SetDataRequest{Path: c.s.Path(topicPath(a.Name)), Data: encodeAssignment(done), Version: a.Version})
 	if err != nil {
 		err = c.multiErr(resp, err, topicPath(a.Name))
 		if errors.Is(err, errMoved) {
@@ -187,7 +243,8 @@ func (c *controller) advanceMove(a topicAssignment, p int32, l liveness) (moved 
 		}
 		return false, err
 	}
+	done.Version = resp[1].Stat.Version
+	*a = done
 	c.log.Info("partition reassignment completed", "topic", a.Name, "partition", p, "replicas", target, "leader", next.Leader)
-	// The topic's version moved: the rest of this round would be refused.
-	return true, nil
+	return false, nil
 }

@@ -156,3 +156,114 @@ func TestDecideOutsideAssignment(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvanceMoveFinishesTogether: moves of several partitions of one
+// topic that can finish at once (here dropping a replica whose target
+// replicas are all in the ISR) finish in one pass over the topic, as a
+// reconcile round makes it: each finished move's assignment write leaves
+// the round at the znode's new version instead of failing the next
+// partition's write on a stale one (and costing a full round each).
+func TestAdvanceMoveFinishesTogether(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start(1)
+	c.start(2)
+	c.start(3)
+	c.waitSettled(false)
+	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 3,
+		Replicas: [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(false)
+	// No controller runs from here on: the pass below is the only writer.
+	// The brokers' stops shrank the ISRs; every partition gets back its
+	// preferred leader and a full ISR.
+	for _, id := range []int32{1, 2, 3} {
+		c.stop(id)
+	}
+	a, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range a.Replicas {
+		st := stateOf(t, c, "t", int32(p))
+		st.Leader, st.ISR = a.Replicas[p][0], []int32{1, 2, 3}
+		if _, err := c.watcher.ZK().Set(c.watcher.Path(statePath("t", int32(p))), encodeState(st), st.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	targets := [][]int32{{1, 2}, {2, 1}, {1, 2}} // broker 3 leaves every partition
+	for p, target := range targets {
+		a.Replicas[p] = append(slices.Clone(target), 3)
+		a.Adding[p], a.Removing[p] = nil, []int32{3}
+	}
+	if _, err := c.watcher.ZK().Set(c.watcher.Path(topicPath("t")), encodeAssignment(a), a.Version); err != nil {
+		t.Fatal(err)
+	}
+	epoch, version, _, err := readControllerEpoch(c.watcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := &controller{n: n1, s: c.watcher, log: testLog, epoch: epoch, epochVersion: version}
+	a, _, err = readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := liveness{live: map[int32]bool{1: true, 2: true}, shuttingDown: map[int32]bool{}}
+	for p := range a.Replicas {
+		if moved, err := ctrl.advanceMove(&a, int32(p), live); err != nil || moved {
+			t.Fatalf("t-%d: moved %v, err %v: the pass should finish it", p, moved, err)
+		}
+	}
+	got, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, target := range targets {
+		if !slices.Equal(got.Replicas[p], target) || got.Adding[p] != nil || got.Removing[p] != nil {
+			t.Errorf("t-%d after the pass: replicas %v adding %v removing %v, want %v", p, got.Replicas[p], got.Adding[p], got.Removing[p], target)
+		}
+		if st := stateOf(t, c, "t", int32(p)); slices.Contains(st.ISR, 3) || st.Leader == 3 {
+			t.Errorf("t-%d after the pass: %+v, broker 3 still in it", p, st)
+		}
+	}
+}
+
+// TestReassignManyOneWrite: the moves of several partitions of one topic
+// (one AlterPartitionReassignments request) are written into its
+// assignment in one write, a refused partition refusing only itself.
+func TestReassignManyOneWrite(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.startThreeControlledBy1()
+	c.start(4)
+	c.waitSettled(false)
+	if err := n1.Store().CreateTopic(metadata.Topic{Name: "t", ID: metadata.NewTopicID(), Partitions: 4,
+		Replicas: [][]int32{{2, 3}, {3, 2}, {2, 3}, {3, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(false)
+	before, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := c.node(2).n.ReassignMany("t", map[int32][]int32{
+		0: {4, 3}, 1: {3, 4}, 2: {2, 9}, 3: {3, 2}, 7: {4, 3},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refused) != 2 || !errors.Is(refused[2], ErrInvalid) || !errors.Is(refused[7], ErrUnknownPartition) {
+		t.Fatalf("refused %v, want partition 2 invalid (broker 9) and 7 unknown", refused)
+	}
+	after, _, err := readAssignment(c.watcher, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != before.Version+1 {
+		t.Errorf("the assignment went from version %d to %d: one write expected", before.Version, after.Version)
+	}
+	for p, want := range map[int][3][]int32{0: {{4, 3, 2}, {4}, {2}}, 1: {{3, 4, 2}, {4}, {2}}, 2: {{2, 3}, nil, nil}, 3: {{3, 2}, nil, nil}} {
+		if !slices.Equal(after.Replicas[p], want[0]) || !slices.Equal(after.Adding[p], want[1]) || !slices.Equal(after.Removing[p], want[2]) {
+			t.Errorf("t-%d: replicas %v adding %v removing %v, want %v", p, after.Replicas[p], after.Adding[p], after.Removing[p], want)
+		}
+	}
+}

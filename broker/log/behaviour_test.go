@@ -320,6 +320,37 @@ func TestTruncateAndEpochs(t *testing.T) {
 	}
 }
 
+// TestTruncateFullyAndStartAt: a follower behind its leader's log start
+// restarts its log past its own end, with no epochs left, and the restart
+// survives a crash.
+func TestTruncateFullyAndStartAt(t *testing.T) {
+	mem := vfs.NewMem()
+	m := openManager(t, mem, "/data", nil)
+	l := mustOpen(t, m, smallConfig())
+	for i := 0; i < 20; i++ {
+		mustAppend(t, l, simpleBatch(3, 60, int64(i), byte(i)), int32(i/10)) // epochs 0, 1; offsets 0-59
+	}
+	if err := l.TruncateFullyAndStartAt(500); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 500 || l.LogEndOffset() != 500 || l.HighWatermark() != 500 || l.LatestEpoch() != -1 {
+		t.Fatalf("after the restart: start %d end %d hw %d epoch %d", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark(), l.LatestEpoch())
+	}
+	if res := mustAppend(t, l, simpleBatch(3, 60, 100, 'n'), 3); res.BaseOffset != 500 {
+		t.Fatalf("append after the restart: %+v", res)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mem.Crash()
+	m2 := openManager(t, mem, "/data", nil)
+	defer m2.Close()
+	l2 := mustOpen(t, m2, smallConfig())
+	if l2.LogStartOffset() != 500 || l2.LogEndOffset() != 503 || l2.LatestEpoch() != 3 {
+		t.Fatalf("after a crash: start %d end %d epoch %d", l2.LogStartOffset(), l2.LogEndOffset(), l2.LatestEpoch())
+	}
+}
+
 func TestDeleteRecordsAndTimestamps(t *testing.T) {
 	m := openManager(t, vfs.NewMem(), "/data", nil)
 	defer m.Close()

@@ -152,6 +152,31 @@ func (l *Log) rescanMaxTimestampLocked(s *segment) error {
 	return err
 }
 
+// TruncateFullyAndStartAt empties the log, its leader-epoch cache
+// included, and restarts it at offset, which may lie past the log end (as
+// Kafka's truncateFullyAndStartAt: a follower whose log end fell below its
+// leader's log start holds nothing the leader still has).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: restart at %d", ErrOffsetOutOfRange, offset)
+	}
+	// The epochs first: a crash between the two writes leaves the old
+	// records without epochs, which a follower's next fetch (no last fetched
+	// epoch, an out-of-range offset) restarts again.
+	if len(l.epochs) > 0 {
+		l.epochs = nil
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, epochFile, encodeEpochs(nil)); err != nil {
+			return l.fail(fmt.Errorf("log: write leader-epoch cache: %w", err))
+		}
+	}
+	return l.truncateFullyLocked(offset)
+}
+
 // truncateFullyLocked deletes every segment and restarts the log at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	first := l.segments[0]

@@ -10,7 +10,9 @@
 // by leader epoch (KIP-101), walking epochs back while the leader's answer
 // is older (KIP-279), never to their own high watermark. A follower raises
 // its log start to the fetch answer's log_start_offset (DeleteRecords or
-// retention at the leader), at most to its high watermark.
+// retention at the leader), at most to its high watermark; one whose log
+// end fell below the leader's log start (it was away meanwhile) restarts
+// its log there.
 //
 // A follower fetches (Fetch v12) naming its log's latest epoch as
 // last_fetched_epoch; when its log diverged, the leader answers with the

@@ -171,3 +171,88 @@ func TestPartitionErrorDelaysOnlyThatPartition(t *testing.T) {
 		return follower.LogEndOffset() == leader.LogEndOffset()
 	})
 }
+
+// A follower that was down while its leader's log start passed its log end
+// (DeleteRecords or retention) cannot fetch from its log end any more: it
+// restarts its log at the leader's log start, catches up and rejoins the
+// ISR, instead of asking for the same out-of-range offset forever.
+func TestFollowerBehindLeaderLogStartRestarts(t *testing.T) {
+	c := newCluster(t, 2, 1, 1, time.Minute)
+	both := []int32{1, 2}
+	c.elect(0, 1, both)
+	if code, _ := c.produceRaw(1, 0, -1, "a0", "a1"); code != 0 {
+		t.Fatalf("produce a: code %d", code)
+	}
+	c.waitFor("settle", c.settled)
+	c.stop(2)
+	c.elect(0, 1, both, 2) // epoch 1, ISR [1]
+	for i := range 3 {
+		if code, _ := c.produceRaw(1, 0, -1, "b"+strconv.Itoa(i)); code != 0 { // offsets 2-4
+			t.Fatalf("produce b%d: code %d", i, code)
+		}
+	}
+	leader, err := c.node(1).srv.PartitionLog(c.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.DeleteRecordsBefore(4); err != nil { // the leader's log start passes broker 2's log end (2)
+		t.Fatal(err)
+	}
+	c.start(2)
+	c.waitFor("broker 2 back in the ISR", func() bool { return slices.Contains(c.current(0).ISR, 2) })
+	follower, err := c.node(2).srv.PartitionLog(c.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if follower.LogStartOffset() != 4 || follower.LogEndOffset() != leader.LogEndOffset() {
+		t.Fatalf("broker 2's log [%d, %d), the leader's [%d, %d)", follower.LogStartOffset(), follower.LogEndOffset(),
+			leader.LogStartOffset(), leader.LogEndOffset())
+	}
+	if got := values(t, c, 2); got[4] != "b2" {
+		t.Errorf("broker 2 offset 4: %q, want b2 (all: %v)", got[4], got)
+	}
+}
+
+// divergingAnswers scrapes how many diverging-epoch Fetch answers a
+// broker's fetchers got.
+func divergingAnswers(t *testing.T, c *testCluster, id int32) int {
+	rec := httptest.NewRecorder()
+	c.node(id).srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m := regexp.MustCompile(`(?m)^sluice_replica_diverging_epochs_total (\d+)`).FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// A follower whose log cannot be cut (its log failed or closed: a disk
+// error) is delayed like any partition-level error, not sent back to its
+// leader at once for the same diverging-epoch answer, round after round.
+func TestFailedCutDelaysPartition(t *testing.T) {
+	c := newClusterWith(t, 2, 1, 1, time.Minute, func(o *replica.Options) { o.FetchBackoff = 10 * time.Minute })
+	both := []int32{1, 2}
+	c.elect(0, 1, both) // epoch 0
+	if code, _ := c.produceRaw(1, 0, -1, "a0", "a1"); code != 0 {
+		t.Fatalf("produce a: code %d", code)
+	}
+	c.waitFor("settle", c.settled)
+	c.stop(2)
+	if code, _ := c.produceRaw(1, 0, 1, "tail"); code != 0 { // offset 2 on broker 1 only
+		t.Fatalf("acks=1 tail: code %d", code)
+	}
+	l, err := c.node(1).srv.PartitionLog(c.topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil { // every write to broker 1's log fails from here on
+		t.Fatal(err)
+	}
+	c.start(2)             // a follower of broker 1 that cannot read the tail (broker 1's log is closed)
+	c.elect(0, 2, both, 1) // epoch 1: broker 1 follows and must cut offset 2
+	c.waitFor("a diverging-epoch answer to broker 1", func() bool { return divergingAnswers(t, c, 1) > 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := divergingAnswers(t, c, 1); n != 1 {
+		t.Errorf("broker 1 got %d diverging-epoch answers; after its failed cut it should wait its FetchBackoff (10 min)", n)
+	}
+}

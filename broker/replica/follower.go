@@ -301,36 +301,42 @@ func (f *fetcher) truncate(ws []work) (delayed []partitionKey, err error) {
 				delayed = append(delayed, w.p.key)
 				continue
 			}
-			f.applyEpochAnswer(w, rp.LeaderEpoch, rp.EndOffset)
+			if !f.applyEpochAnswer(w, rp.LeaderEpoch, rp.EndOffset) {
+				delayed = append(delayed, w.p.key)
+			}
 		}
 	}
 	return delayed, nil
 }
 
 // applyEpochAnswer cuts the log after the leader answered (leaderEpoch,
-// endOffset) for the follower's latest epoch.
-func (f *fetcher) applyEpochAnswer(w work, leaderEpoch int32, endOffset int64) {
+// endOffset) for the follower's latest epoch. It returns false when the cut
+// failed (the partition waits, as after an error answer).
+func (f *fetcher) applyEpochAnswer(w work, leaderEpoch int32, endOffset int64) bool {
 	p := w.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fetching == nil || p.fetching.gen != w.a.gen || !p.fetching.truncating {
-		return
+		return true
 	}
-	if f.cutLocked(w, leaderEpoch, endOffset) {
+	complete, err := f.cutLocked(w, leaderEpoch, endOffset)
+	if complete {
 		p.fetching.truncating = false
 	}
+	return err == nil
 }
 
 // cutLocked cuts p's log where it diverges from the leader's, given the
 // leader's end offset of leaderEpoch, its answer for the follower's latest
 // epoch (OffsetForLeaderEpoch, or a Fetch's diverging epoch). It returns
-// false when the cut may not be final: the leader's epoch is older than
-// asked and the log holds an older epoch than it (KIP-279), so the next
-// answer, for the epoch below, decides. It returns false too when the cut
-// failed. The caller holds p.mu.
-func (f *fetcher) cutLocked(w work, leaderEpoch int32, endOffset int64) bool {
+// complete false when the cut may not be final: the leader's epoch is older
+// than asked and the log holds an older epoch than it (KIP-279), so the next
+// answer, for the epoch below, decides; err when the cut failed. The caller
+// holds p.mu.
+func (f *fetcher) cutLocked(w work, leaderEpoch int32, endOffset int64) (complete bool, err error) {
 	p := w.p
-	to, complete := endOffset, true
+	to := endOffset
+	complete = true
 	if leaderEpoch != w.latestEpoch {
 		// The leader does not have our latest epoch: our end of its epoch.
 		ownEnd, ownEpoch := p.log.EndOffsetForEpoch(leaderEpoch)
@@ -348,13 +354,13 @@ func (f *fetcher) cutLocked(w work, leaderEpoch int32, endOffset int64) bool {
 		}
 		if err := p.log.TruncateTo(to); err != nil {
 			f.m.logger.Error("truncate", "topic", p.key.topic, "partition", p.key.partition, "to", to, "err", err)
-			return false
+			return false, err
 		}
 		f.m.metrics.truncations.Inc()
 		f.m.logger.Info("truncated", "topic", p.key.topic, "partition", p.key.partition, "from", leo, "to", p.log.LogEndOffset(),
 			"leader", f.leader, "leader_epoch", leaderEpoch, "complete", complete)
 	}
-	return complete
+	return complete, nil
 }
 
 func (f *fetcher) finishTruncation(w work, _ int64) {
@@ -425,6 +431,20 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
+		if ls := rp.LogStartOffset; ls > w.fetchOffset && p.log.LogEndOffset() == w.fetchOffset {
+			// Our log ends below the leader's log start (DeleteRecords or
+			// retention while we were away): nothing we hold is the
+			// leader's any more, and no cut brings the fetch offset in
+			// range. Restart the log at the leader's log start.
+			f.m.logger.Warn("log end below the leader's log start; restarting the log there", "topic", p.key.topic,
+				"partition", p.key.partition, "log_end", w.fetchOffset, "leader_log_start", ls)
+			if err := p.log.TruncateFullyAndStartAt(ls); err != nil {
+				f.m.logger.Error("restart the log", "topic", p.key.topic, "partition", p.key.partition, "at", ls, "err", err)
+				return false
+			}
+			f.m.metrics.truncations.Inc()
+			return true
+		}
 		f.m.logger.Warn("fetch offset out of range at the leader; truncating again", "topic", p.key.topic, "partition", p.key.partition,
 			"fetch_offset", w.fetchOffset, "leader_log_start", rp.LogStartOffset, "leader_hw", rp.HighWatermark)
 		p.fetching.truncating = true
@@ -440,9 +460,10 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 	if d := rp.DivergingEpoch; d.Epoch >= 0 && d.EndOffset >= 0 {
 		f.m.metrics.divergingEpochs.Inc()
 		// Not final (KIP-279) is fine: the next Fetch names the new latest
-		// epoch and is answered again.
-		f.cutLocked(w, d.Epoch, d.EndOffset)
-		return true
+		// epoch and is answered again. A failed cut waits, or the leader
+		// would be asked again at once for the same answer.
+		_, err := f.cutLocked(w, d.Epoch, d.EndOffset)
+		return err == nil
 	}
 	if n := len(rp.RecordBatches); n > 0 {
 		if _, err := p.log.Append(rp.RecordBatches, appendFollower); err != nil {

@@ -1,12 +1,13 @@
 package server
 
 // AlterPartitionReassignments (key 45), versions 0-1 (KIP-455): served.
-// In cluster mode each partition's target is written into its topic's
-// assignment znode (broker/cluster's Reassign: the adding and removing
-// replicas of Kafka's ZooKeeper layout) and the controller moves the
-// replicas (broker/cluster/doc.go, "Replica moves"); the answer says the
-// move was accepted, not that it finished (ListPartitionReassignments
-// shows it until then), as in Kafka. Per partition:
+// In cluster mode the partitions' targets are written into their topic's
+// assignment znode, one write per topic (broker/cluster's ReassignMany: the
+// adding and removing replicas of Kafka's ZooKeeper layout) and the
+// controller moves the replicas (broker/cluster/doc.go, "Replica moves");
+// the answer says the move was accepted, not that it finished
+// (ListPartitionReassignments shows it until then), as in Kafka. Per
+// partition:
 //   - a list of distinct live brokers: NONE, the move starts (or replaces
 //     the one in progress; the current replicas with none in progress: NONE,
 //     nothing to do);
@@ -51,6 +52,21 @@ func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
+		// In cluster mode the topic's moves go into its assignment in one
+		// write (not one write, and one controller round, per partition).
+		var clusterRefused map[int32]error
+		var clusterErr error
+		if s.cluster != nil && seen[t.Topic] == 1 {
+			targets := map[int32][]int32{}
+			for _, p := range t.Partitions {
+				if _, ok := parts[partitionKey{t.Topic, p.Partition}]; ok {
+					targets[p.Partition] = p.Replicas
+				}
+			}
+			if len(targets) > 0 {
+				clusterRefused, clusterErr = s.cluster.node.ReassignMany(t.Topic, targets, allowRF)
+			}
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -62,7 +78,11 @@ func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.
 			case !ok:
 				rp.ErrorCode, msg = kerr.UnknownTopicOrPartition.Code, "no such partition"
 			case s.cluster != nil:
-				rp.ErrorCode, msg = reassignCode(s.cluster.node.Reassign(t.Topic, p.Partition, p.Replicas, allowRF))
+				err := clusterErr
+				if err == nil {
+					err = clusterRefused[p.Partition]
+				}
+				rp.ErrorCode, msg = reassignCode(err)
 				if rp.ErrorCode == 0 {
 					moved++
 				}
@@ -87,7 +107,7 @@ func handleAlterPartitionReassignments(s *Server, rc *requestContext, kreq kmsg.
 	return kmsgReply{resp}, nil
 }
 
-// reassignCode maps an error of cluster.Node.Reassign to a Kafka error
+// reassignCode maps an error of cluster.Node.ReassignMany to a Kafka error
 // code and message.
 func reassignCode(err error) (int16, string) {
 	switch {
