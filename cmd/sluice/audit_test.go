@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/testdata/harness/sluice"
 )
 
-// runSluiceIn runs the sluice command line in this process with stdin.
 // runSluiceIn runs one sluice command in process and returns its stdout;
 // a failure's error carries what the command wrote to stderr.
 func runSluiceIn(t *testing.T, stdin string, args ...string) (string, error) {

@@ -125,19 +125,15 @@ func (tg *usersTarget) offline() (*metadata.FileStore, func(), error) {
 }
 
 func (tg *usersTarget) admin(ctx context.Context) (*kadm.Client, func(), context.Context, error) {
-	seeds, err := kafka.SplitBootstrap(tg.bootstrap)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	sec, err := tg.security.security()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts, err := sec.Options()
+	opts, err := kafka.ClientOptions(tg.bootstrap, sec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
