@@ -87,6 +87,27 @@ type rowKey struct {
 	start int64
 }
 
+// Relabel returns counts with the broker tiers renamed to the source
+// cluster's (TierSourceBroker, TierSourceBrokerClock) and every other tier
+// but the producer's dropped: the tiers a mirror's source cluster holds
+// (`sluice audit --source-bootstrap`).
+func Relabel(counts []Count) []Count {
+	out := make([]Count, 0, len(counts))
+	for _, c := range counts {
+		switch c.Tier {
+		case TierProducer:
+		case TierBroker:
+			c.Tier = TierSourceBroker
+		case TierBrokerClock:
+			c.Tier = TierSourceBrokerClock
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // Balance sums the counts of every tier per (topic, window) and compares
 // each tier with the producer tier. load is the load tier (nil: none).
 func Balance(counts []Count, load *Load, opts Options) (*Report, error) {
@@ -218,11 +239,11 @@ func judge(w *Window, tiers map[Tier]bool, rep *Report, young, skips bool) {
 	p := w.Tiers[TierProducer].Messages
 	var names []Tier
 	for t := range tiers {
-		if t != TierProducer {
+		if t != TierProducer && !informational(t) {
 			names = append(names, t)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool { return tierRank(names[i]) < tierRank(names[j]) || tierRank(names[i]) == tierRank(names[j]) && names[i] < names[j] })
 	w.State = StateBalanced
 	for _, t := range names {
 		tc := w.Tiers[t]
@@ -283,6 +304,8 @@ func reasons(t Tier, tc TierCount, d int64, skips bool) []string {
 		switch {
 		case t == TierLoad && skips:
 			rs = append(rs, fmt.Sprintf("%s: %d deleted by retention before loading (the skipped ranges)", t, rest))
+		case t == TierBroker || t == TierSourceBroker:
+			rs = append(rs, fmt.Sprintf("%s: %d not counted (not appended, or appended since a broker's last publish before it died, or in a transaction open across a broker restart or leader change)", t, rest))
 		default:
 			rs = append(rs, fmt.Sprintf("%s: %d not there (yet)", t, rest))
 		}
