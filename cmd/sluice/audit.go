@@ -28,6 +28,7 @@ var errUnbalanced = errors.New("audit: windows do not balance")
 func newAuditCommand() *cobra.Command {
 	var (
 		bootstrap, topic, jobPath string
+		sourceBootstrap           string
 		since, lateness, window   time.Duration
 		timeout                   time.Duration
 		asJSON                    bool
@@ -77,6 +78,21 @@ func newAuditCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if sourceBootstrap != "" {
+				// The whole path: the producer and broker tiers of the
+				// mirror's source cluster, the mirror, broker and load
+				// tiers of this one.
+				srcClient, err := kafka.ClientOptions(sourceBootstrap, security)
+				if err != nil {
+					return err
+				}
+				src, err := audit.ReadCounts(ctx, srcClient)
+				if err != nil {
+					return fmt.Errorf("--source-bootstrap: %w", err)
+				}
+				counts.Counts = append(counts.Counts, audit.Relabel(src.Counts)...)
+				counts.Unreadable += src.Unreadable
+			}
 			now := time.Now()
 			var from time.Time
 			if since > 0 {
@@ -108,6 +124,7 @@ func newAuditCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT] (default with --job: the job's source)")
 	sec = addSecurityFlags(f)
+	f.StringVar(&sourceBootstrap, "source-bootstrap", "", "a mirror's source cluster: its producer and broker (as source-broker) tiers join this cluster's mirror, broker and load tiers")
 	f.StringVarP(&topic, "topic", "t", "", "audit this topic only (default: every topic with producer counts)")
 	f.DurationVar(&since, "since", 24*time.Hour, "audit the windows that ended in this last span (0: all)")
 	f.StringVar(&jobPath, "job", "", "a job spec: its committed manifests are the load tier")

@@ -243,7 +243,9 @@ func judge(w *Window, tiers map[Tier]bool, rep *Report, young, skips bool) {
 			names = append(names, t)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return tierRank(names[i]) < tierRank(names[j]) || tierRank(names[i]) == tierRank(names[j]) && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return tierRank(names[i]) < tierRank(names[j]) || tierRank(names[i]) == tierRank(names[j]) && names[i] < names[j]
+	})
 	w.State = StateBalanced
 	for _, t := range names {
 		tc := w.Tiers[t]
