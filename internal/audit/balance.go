@@ -13,6 +13,10 @@ const (
 	StatePending  = "pending"  // not balanced yet, younger than the lateness
 	StateMissing  = "missing"  // a tier holds fewer records, older than the lateness
 	StateExtra    = "extra"    // a tier holds more records than the producers acknowledged
+	// StateClock is a window only a broker's clock counted (records
+	// appended then, whose record times are in other windows): shown,
+	// not balanced.
+	StateClock = "clock-only"
 )
 
 // Options of Balance.
@@ -234,8 +238,23 @@ func Balance(counts []Count, load *Load, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// balancedTier reports whether a tier other than the informational ones
+// counted the window.
+func balancedTier(tiers map[Tier]TierCount) bool {
+	for t := range tiers {
+		if !informational(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // judge sets w's Diff, State and Reasons and adds it to rep's sums.
 func judge(w *Window, tiers map[Tier]bool, rep *Report, young, skips bool) {
+	if !balancedTier(w.Tiers) {
+		w.State = StateClock
+		return
+	}
 	p := w.Tiers[TierProducer].Messages
 	var names []Tier
 	for t := range tiers {
