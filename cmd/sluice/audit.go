@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -29,6 +30,7 @@ func newAuditCommand() *cobra.Command {
 	var (
 		bootstrap, topic, jobPath string
 		sourceBootstrap           string
+		metricsFile               string
 		since, lateness, window   time.Duration
 		timeout                   time.Duration
 		asJSON                    bool
@@ -105,6 +107,15 @@ func newAuditCommand() *cobra.Command {
 			if counts.Unreadable > 0 {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%d records of %s could not be read (another format version?)", counts.Unreadable, audit.Topic))
 			}
+			if metricsFile != "" {
+				reg := prometheus.NewRegistry()
+				if err := rep.Register(reg); err != nil {
+					return err
+				}
+				if err := prometheus.WriteToTextfile(metricsFile, reg); err != nil {
+					return fmt.Errorf("audit: --metrics-file: %w", err)
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -132,6 +143,7 @@ func newAuditCommand() *cobra.Command {
 	f.DurationVar(&window, "window", audit.DefaultWindow, "window width audited; every tier's window must divide it")
 	f.DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&metricsFile, "metrics-file", "", "also write per tier and topic the latest balanced window and the unbalanced windows to this file, in the Prometheus text format (a node exporter's textfile collector)")
 	return cmd
 }
 
