@@ -398,10 +398,7 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the source's end offsets: %w", err)
 	}
-	targetEnds, err := s.dst.ListEndOffsets(ctx, fresh...)
-	if err == nil {
-		err = targetEnds.Error()
-	}
+	targetEnds, err := s.targetEnds(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the target's end offsets: %w", err)
 	}
@@ -441,6 +438,27 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 		}
 	}
 	return out, nil
+}
+
+// targetEnds lists the end offsets of topics on the target, waiting up to
+// 10 s for topics just created to be known there (before, the session
+// failed and the mirror began only after its 0.5 s backoff).
+func (s *copySession) targetEnds(ctx context.Context, topics []string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := s.dst.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // startOf is where partition tp resumes, given the source's log start and
