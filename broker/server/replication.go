@@ -108,6 +108,9 @@ func produceReplicated(s *Server, rc *requestContext, acks int16, t *topic, p *p
 	if !res.Duplicate {
 		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
 		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+		if s.audit != nil {
+			s.audit.Appended(t.name, p.tp.Partition, records)
+		}
 	}
 	if acks == -1 {
 		*waits = append(*waits, replicatedAppend{topic: ti, part: pi, name: t.name, partition: p.tp.Partition, appended: res})
