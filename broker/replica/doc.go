@@ -22,6 +22,13 @@
 // partition-level fetch error delays that partition alone for FetchBackoff
 // (Kafka's delayed partitions); a failed request backs the whole fetcher off.
 //
+// Replication throttles (throttle.go, KIP-73): a leader sends no records
+// to an out-of-sync follower of a throttled replica while its
+// leader.replication.throttled.rate is overdrawn, and a follower leaves its
+// out-of-sync throttled replicas out of its fetches while its
+// follower.replication.throttled.rate is; in-sync replicas and clients are
+// never throttled.
+//
 // Lock order: Manager.applyMu -> partition.mu -> Manager.mu -> fetcher.mu;
 // partition.mu before the partition log's locks.
 //
