@@ -32,7 +32,10 @@
 // Lock order: Manager.applyMu -> partition.mu -> Manager.mu -> fetcher.mu;
 // partition.mu before the partition log's locks.
 //
-// Compared with Kafka: no follower fetching for clients; DeleteRecords is
-// answered once the leader moved its log start, not after the followers'
-// (Kafka's low watermark).
+// Followers name their log start in each fetch; the leader's low watermark
+// (LowWatermark) is the smallest log start over it and its ISR, and
+// DeleteRecords waits for it (WaitLowWatermark), as Kafka's delayed
+// DeleteRecords does. Compared with Kafka: no follower fetching for
+// clients; the low watermark spans the ISR rather than every live replica
+// (an out-of-sync follower does not hold up a DeleteRecords).
 package replica

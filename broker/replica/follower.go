@@ -130,7 +130,8 @@ type work struct {
 	a           fetchAssignment
 	fetchOffset int64
 	latestEpoch int32
-	throttled   bool // its bytes count against the follower throttle
+	logStart    int64 // sent to the leader (its low watermark, DeleteRecords)
+	throttled   bool  // its bytes count against the follower throttle
 }
 
 // snapshot lists the partitions of the next round: those not delayed, nor
@@ -169,7 +170,8 @@ func (f *fetcher) snapshot() (ws []work, next time.Time) {
 					next = until
 				}
 			} else {
-				ws = append(ws, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch(), throttled: throttled})
+				ws = append(ws, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch(),
+					logStart: p.log.LogStartOffset(), throttled: throttled})
 			}
 		}
 		p.mu.Unlock()
@@ -401,7 +403,7 @@ func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 		t := fetchTopicOf(&req.Topics, w.p.key.topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = w.p.key.partition, w.a.epoch, w.fetchOffset
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, -1, opts.FetchPartitionMaxBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, w.logStart, opts.FetchPartitionMaxBytes
 		t.Partitions = append(t.Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)

@@ -93,6 +93,7 @@ type fetchTarget struct {
 	code             int16           // the leader's refusal, 0 if none
 	follower         bool            // a follower's fetch: read to the log end
 	lastFetchedEpoch int32           // v12 LastFetchedEpoch of a full fetch; -1 otherwise
+	logStart         int64           // a follower's log start (LogStartOffset of a full fetch); -1 otherwise
 	diverging        *divergingEpoch // the follower's log diverged: answer this, no records
 	throttled        bool            // a throttled replica's fetch: its bytes charge the leader's throttle
 	throttleSkip     bool            // ... and the throttle is overdrawn: no records
@@ -200,7 +201,7 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 	if incremental {
 		for _, p := range sess.order {
 			out = append(out, fetchTarget{topicName: p.key.topic, t: resolve(p.key.topic), partition: p.key.partition,
-				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p, lastFetchedEpoch: -1})
+				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p, lastFetchedEpoch: -1, logStart: -1})
 		}
 		return out
 	}
@@ -210,13 +211,13 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 			key := sessionKey{rt.Topic, rp.Partition}
 			if i, dup := seen[key]; dup { // as Kafka: the last mention counts, at the first one's place
 				out[i].fetchOffset, out[i].maxBytes, out[i].leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
-				out[i].lastFetchedEpoch = lastFetchedEpoch(req, &rp)
+				out[i].lastFetchedEpoch, out[i].logStart = lastFetchedEpoch(req, &rp), rp.LogStartOffset
 				continue
 			}
 			seen[key] = len(out)
 			ft := fetchTarget{topicName: rt.Topic, t: resolve(rt.Topic), partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
-				lastFetchedEpoch: lastFetchedEpoch(req, &rp)}
+				lastFetchedEpoch: lastFetchedEpoch(req, &rp), logStart: rp.LogStartOffset}
 			if sess != nil {
 				ft.cached = sess.parts[key]
 			}

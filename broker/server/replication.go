@@ -165,7 +165,7 @@ func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) (thro
 					continue
 				}
 			}
-			if _, code := s.replicas.FollowerFetched(w.topicName, w.partition, replicaID, w.fetchOffset, now); code != 0 {
+			if _, code := s.replicas.FollowerFetchedAt(w.topicName, w.partition, replicaID, w.fetchOffset, w.logStart, now); code != 0 {
 				w.code = code
 				continue
 			}
