@@ -95,6 +95,12 @@ type Topic struct {
 	// UncleanLeaderElection is unclean.leader.election.enable: with no live
 	// ISR member, an out-of-sync replica may lead (losing data).
 	UncleanLeaderElection bool
+	// LeaderThrottledReplicas and FollowerThrottledReplicas are
+	// leader.replication.throttled.replicas and
+	// follower.replication.throttled.replicas, normalized:
+	// "partition:broker,..." or "*" (see ThrottledReplica); "" none.
+	LeaderThrottledReplicas   string
+	FollowerThrottledReplicas string
 }
 
 // DefaultQueuedMaxRequestBytes is sluice's default queued.max.request.bytes:
@@ -480,6 +486,7 @@ var kafkaTypes = map[string]int8{
 	"zookeeper.connect": typeString, "broker.rack": typeString, "zookeeper.session.timeout.ms": typeInt,
 	"min.insync.replicas": typeInt, "unclean.leader.election.enable": typeBoolean, "auto.leader.rebalance.enable": typeBoolean,
 	"leader.imbalance.check.interval.seconds": typeLong, "leader.imbalance.per.broker.percentage": typeInt,
+	"leader.replication.throttled.replicas": typeList, "follower.replication.throttled.replicas": typeList,
 }
 
 func kafkaType(name string) int8 {
