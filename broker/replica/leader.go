@@ -325,6 +325,14 @@ type Appended struct {
 // change waits for it). errCode is a Kafka code for a refusal; err an
 // append error (the caller maps it as for a single node).
 func (m *Manager) AppendLeader(topic string, partition int32, acks int16, batches []byte, opts plog.AppendOptions) (res Appended, errCode int16, err error) {
+	return m.AppendLeaderInEpoch(topic, partition, -1, acks, batches, opts)
+}
+
+// AppendLeaderInEpoch is AppendLeader that appends only while this broker
+// leads in leader epoch epoch (-1: any), else NOT_LEADER_OR_FOLLOWER: a
+// group coordinator's appends, bound to the leadership it loaded its
+// groups in.
+func (m *Manager) AppendLeaderInEpoch(topic string, partition, epoch int32, acks int16, batches []byte, opts plog.AppendOptions) (res Appended, errCode int16, err error) {
 	p := m.get(topic, partition)
 	if p == nil {
 		return res, kerr.NotLeaderForPartition.Code, nil
@@ -333,6 +341,9 @@ func (m *Manager) AppendLeader(topic string, partition int32, acks int16, batche
 	defer p.mu.Unlock()
 	if code := m.checkProduceLocked(p, acks); code != 0 {
 		return res, code, nil
+	}
+	if epoch >= 0 && p.epoch != epoch {
+		return res, kerr.NotLeaderForPartition.Code, nil
 	}
 	opts.LeaderEpoch, opts.AssignOffsets = p.epoch, true
 	res.AppendResult, err = p.log.Append(batches, opts)

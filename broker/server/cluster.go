@@ -95,22 +95,30 @@ type clusterView struct {
 
 	statesMu sync.RWMutex // guards states and owned
 	states   map[partitionKey]cluster.PartitionState
-	owned    map[int32]bool // offsets partitions whose groups the coordinator loaded
+	owned    map[int32]int32 // offsets partitions whose groups the coordinator loaded -> the leader epoch it loaded in
 }
 
 // owns reports whether the group coordinator serves the groups of offsets
 // partition p.
 func (cv *clusterView) owns(p int32) bool {
-	cv.statesMu.RLock()
-	defer cv.statesMu.RUnlock()
-	return cv.owned[p]
+	_, ok := cv.ownedEpoch(p)
+	return ok
 }
 
-func (cv *clusterView) setOwned(p int32, on bool) {
+// ownedEpoch is the leader epoch the coordinator loaded offsets partition
+// p in; ok false when it does not serve p's groups.
+func (cv *clusterView) ownedEpoch(p int32) (epoch int32, ok bool) {
+	cv.statesMu.RLock()
+	defer cv.statesMu.RUnlock()
+	epoch, ok = cv.owned[p]
+	return epoch, ok
+}
+
+func (cv *clusterView) setOwned(p int32, epoch int32, on bool) {
 	cv.statesMu.Lock()
 	defer cv.statesMu.Unlock()
 	if on {
-		cv.owned[p] = true
+		cv.owned[p] = epoch
 	} else {
 		delete(cv.owned, p)
 	}
@@ -129,7 +137,7 @@ type topicShape struct {
 
 func newClusterView(node *cluster.Node) *clusterView {
 	return &clusterView{node: node, self: node.ID(), loaded: map[string]topicShape{}, leaderOf: map[partitionKey]bool{},
-		states: map[partitionKey]cluster.PartitionState{}, owned: map[int32]bool{}}
+		states: map[partitionKey]cluster.PartitionState{}, owned: map[int32]int32{}}
 }
 
 // state returns a partition's state as last seen.

@@ -99,6 +99,12 @@ type registry struct {
 	// coordinators' internal topics append and wait (group_storage.go);
 	// nil on a single node.
 	coordinatorRepl atomic.Pointer[replica.Manager]
+	// groupEpochs are, per __consumer_offsets partition the group
+	// coordinator loaded in cluster mode, the leader epoch it loaded in:
+	// its appends go in that epoch only (group_storage.go), so a
+	// coordinator that lost the partition, even one that leads it again in
+	// a later epoch before it reloaded, never appends.
+	groupEpochs sync.Map // int32 -> int32
 }
 
 // openRegistry loads the store, opens every registered partition and
