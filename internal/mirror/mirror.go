@@ -309,6 +309,8 @@ type copySession struct {
 	refreshAt  time.Time             // when topics were last listed
 	audit      *audit.Mirror         // the mirror tier (nil: Config.Audit off)
 	auditParts int                   // partitions of the target's _audit
+	// auditDropped is the records the mirror tier could not count, as last logged.
+	auditDropped int64
 }
 
 // startAudit starts the session's mirror tier from the counts committed in
@@ -523,6 +525,11 @@ func (s *copySession) loop(ctx context.Context) error {
 		}
 		if s.audit != nil {
 			s.audit.Ended(err == nil)
+			if d := s.audit.Dropped(); d > s.auditDropped {
+				s.m.log.Warn("audit: copied records not counted: the mirror tier holds at most audit.MaxCells (topic, window) counts",
+					"not_counted", d, "max_cells", audit.MaxCells)
+				s.auditDropped = d
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
