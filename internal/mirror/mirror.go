@@ -499,12 +499,15 @@ func (s *copySession) startOf(tp Partition, logStart, end int64, first bool) (in
 
 // txn is what one transaction copied.
 type txn struct {
-	next    map[Partition]int64 // next source offset after this transaction
-	last    map[Partition]int64 // highest target offset acknowledged
-	records map[string]int64    // per topic
+	next map[Partition]int64 // next source offset after this transaction
+	// lastOut is each partition's last record produced: its Offset, set
+	// by franz-go before its promise ran, is the highest target offset
+	// once Flush returned (one producer per target partition, in order).
+	lastOut map[Partition]*kgo.Record
+	records map[string]int64 // per topic
 	bytes   map[string]int64
 	n       int
-	mu      sync.Mutex // guards err and last while records are in flight
+	mu      sync.Mutex // guards err while records are in flight
 	err     error
 }
 
@@ -577,22 +580,19 @@ func (s *copySession) caughtUp() bool {
 // produces each record into the open transaction, on the same topic and
 // partition, with its key, value, headers and timestamp.
 func (s *copySession) collect(ctx context.Context) (*txn, error) {
-	t := &txn{next: map[Partition]int64{}, last: map[Partition]int64{}, records: map[string]int64{}, bytes: map[string]int64{}}
+	t := &txn{next: map[Partition]int64{}, lastOut: map[Partition]*kgo.Record{}, records: map[string]int64{}, bytes: map[string]int64{}}
 	deadline := time.Now().Add(s.m.cfg.CommitInterval)
-	promise := func(r *kgo.Record, err error) {
+	promise := func(_ *kgo.Record, err error) {
 		// Called from franz-go's goroutines; Flush returns after every
-		// promise ran, so commit reads t after Flush.
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if err != nil {
-			if t.err == nil {
-				t.err = err
-			}
+		// promise ran, so commit reads t after Flush. Only a failure
+		// takes the lock: a promise per record is on the copy's path.
+		if err == nil {
 			return
 		}
-		tp := Partition{r.Topic, r.Partition}
-		if last, ok := t.last[tp]; !ok || r.Offset > last {
-			t.last[tp] = r.Offset
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err == nil {
+			t.err = err
 		}
 	}
 	for t.n < s.m.cfg.MaxTxnRecords && time.Now().Before(deadline) {
@@ -619,8 +619,12 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 			if p.HighWatermark > s.hwm[tp] {
 				s.hwm[tp] = p.HighWatermark
 			}
+			if len(p.Records) == 0 {
+				return
+			}
+			var n, bytes int64
+			var last *kgo.Record
 			for _, r := range p.Records {
-				t.next[tp] = r.Offset + 1
 				if r.Attrs.IsControl() {
 					continue
 				}
@@ -630,10 +634,18 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 				out := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
 					Headers: r.Headers, Timestamp: r.Timestamp}
 				s.prod.Produce(ctx, out, promise)
-				t.n++
-				t.records[r.Topic]++
-				t.bytes[r.Topic] += int64(len(r.Key) + len(r.Value))
+				last = out
+				n++
+				bytes += int64(len(r.Key) + len(r.Value))
 			}
+			// The partition's position passes its control records too.
+			t.next[tp] = p.Records[len(p.Records)-1].Offset + 1
+			if last != nil {
+				t.lastOut[tp] = last
+			}
+			t.n += int(n)
+			t.records[p.Topic] += n
+			t.bytes[p.Topic] += bytes
 		})
 	}
 	return t, nil
@@ -677,8 +689,8 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	t.mu.Lock()
 	for tp, next := range t.next {
 		target := s.target[tp] // -1: no record copied yet, no mapping
-		if last, ok := t.last[tp]; ok {
-			target = last + 1
+		if last, ok := t.lastOut[tp]; ok {
+			target = last.Offset + 1
 		}
 		targets[tp] = target
 		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}))
