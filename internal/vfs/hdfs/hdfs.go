@@ -45,6 +45,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	krb "github.com/jcmturner/gokrb5/v8/client"
 
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -59,6 +60,7 @@ type FS struct {
 	client *hdfs.Client
 	addr   string
 	opts   Options
+	krb    *krb.Client // nil on a cluster without Kerberos
 
 	mu          sync.Mutex // guards the two fields below
 	replication int
@@ -76,12 +78,21 @@ type Options struct {
 	Clock clock.Clock
 	// CloseTimeout bounds the retries of Close (default 60s).
 	CloseTimeout time.Duration
+	// Kerberos logs in to a Kerberized cluster. It is used when set, or
+	// when the Hadoop configuration says
+	// hadoop.security.authentication=kerberos (then from the environment:
+	// see Kerberos).
+	Kerberos Kerberos
 }
 
 // New connects to the NameNode at addr ("host:port[,host:port]"; empty means
 // the NameNodes of the Hadoop configuration found through HADOOP_CONF_DIR or
 // HADOOP_HOME). The user is opts.User, else HADOOP_USER_NAME, else the OS
-// user.
+// user; on a Kerberized cluster it is the Kerberos principal (see
+// Options.Kerberos), the NameNode's principal is the configuration's
+// dfs.namenode.kerberos.principal (its _HOST replaced by the NameNode's
+// host name), and dfs.data.transfer.protection sets SASL on the DataNode
+// connections.
 func New(addr string, opts Options) (*FS, error) {
 	conf, err := hadoopconf.LoadFromEnvironment()
 	if err != nil {
@@ -105,15 +116,48 @@ func New(addr string, opts Options) (*FS, error) {
 		}
 		o.User = u.Username
 	}
+	if o.KerberosClient != nil || opts.Kerberos.Enabled() {
+		if o.KerberosServicePrincipleName == "" {
+			return nil, fmt.Errorf("%w: no NameNode principal: set dfs.namenode.kerberos.principal (e.g. hdfs/_HOST@REALM) in HADOOP_CONF_DIR's hdfs-site.xml", ErrKerberos)
+		}
+		if o.KerberosClient, err = login(opts.Kerberos); err != nil {
+			return nil, err
+		}
+	}
 	c, err := hdfs.NewClient(o)
 	if err != nil {
-		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), err)
+		if o.KerberosClient != nil {
+			o.KerberosClient.Destroy()
+		}
+		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), explain(err, o))
 	}
 	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 60 * time.Second
 	}
-	return &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts}, nil
+	h := &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts, krb: o.KerberosClient}
+	// The first call shows whether the NameNode took the connection: a
+	// secure NameNode answers a simple-auth client with a connection error
+	// the client sees only at its first call.
+	if _, _, err := h.defaults(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("hdfs: connecting to %s: %w", h.addr, explain(err, o))
+	}
+	return h, nil
+}
+
+// explain adds what a refused connection most likely means.
+func explain(err error, o hdfs.ClientOptions) error {
+	msg := err.Error()
+	switch {
+	case o.KerberosClient == nil && (strings.Contains(msg, "SIMPLE authentication is not enabled") || strings.Contains(msg, "unexpected sequence number")):
+		// The client reads a connection-level error (callId -1, "SIMPLE
+		// authentication is not enabled") as an unexpected sequence number.
+		return fmt.Errorf("%w: the NameNode refused this simple-auth (no Kerberos) connection: the cluster requires Kerberos: set hadoop.security.authentication=kerberos in HADOOP_CONF_DIR's core-site.xml, or output.kerberos", err)
+	case o.KerberosClient != nil && strings.Contains(msg, "kerberos authentication not supported"):
+		return fmt.Errorf("%w (the NameNode does not take Kerberos: is hadoop.security.authentication=kerberos on the cluster?)", err)
+	}
+	return err
 }
 
 // Client returns the underlying HDFS client (for tests and tools).
@@ -126,8 +170,23 @@ func (h *FS) CloseTimeout() time.Duration { return h.opts.CloseTimeout }
 // String implements vfs.FS.
 func (h *FS) String() string { return "hdfs://" + h.addr }
 
-// Close implements vfs.FS.
-func (h *FS) Close() error { return h.client.Close() }
+// Close implements vfs.FS (it also ends the Kerberos login's renewals).
+func (h *FS) Close() error {
+	err := h.client.Close()
+	if h.krb != nil {
+		h.krb.Destroy()
+	}
+	return err
+}
+
+// KerberosPrincipal returns the principal the client logged in as (""
+// without Kerberos).
+func (h *FS) KerberosPrincipal() string {
+	if h.krb == nil {
+		return ""
+	}
+	return h.krb.Credentials.UserName() + "@" + h.krb.Credentials.Realm()
+}
 
 func (h *FS) defaults() (int, int64, error) {
 	h.mu.Lock()

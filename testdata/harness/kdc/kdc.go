@@ -335,3 +335,13 @@ func (k *KDC) Stop() {
 	}
 	os.RemoveAll(k.Dir)
 }
+
+// Query runs one kadmin.local query (e.g. "delprinc -force NAME",
+// "cpw -randkey NAME") and returns its output.
+func (k *KDC) Query(q string) (string, error) {
+	out, err := k.run("kadmin.local", "-r", k.Realm, "-q", q)
+	if err != nil {
+		return string(out), fmt.Errorf("harness/kdc: kadmin.local %s: %v\n%s", q, err, out)
+	}
+	return string(out), nil
+}
