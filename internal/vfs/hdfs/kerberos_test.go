@@ -151,5 +151,4 @@ func TestKerberosSimpleClientRefused(t *testing.T) {
 	t.Log(err)
 }
 
-
 func kdcPrincipal() kdc.Principal { return kdc.Principal{} }
