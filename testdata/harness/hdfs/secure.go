@@ -91,7 +91,14 @@ func startSecure() (*Secure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness/hdfs: MiniDFSCluster class path missing: run `make deps` (target deps-hdfs) first: %v", err)
 	}
-	classes := filepath.Join(cache, "classes")
+	// The Java main runs from its source file (java's source-file mode),
+	// not from the shared cache's compiled class: the cache is shared by
+	// every checkout, and this checkout's MiniHDFS.java is the one that
+	// knows -Dminihdfs.conf.
+	src := filepath.Join(root, "testdata", "hdfs", "MiniHDFS.java")
+	if _, err := os.Stat(src); err != nil {
+		return nil, fmt.Errorf("harness/hdfs: %v", err)
+	}
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, fmt.Errorf("harness/hdfs: java not found on PATH: run `make deps` (target deps-hdfs installs a JDK)")
@@ -153,8 +160,8 @@ func startSecure() (*Secure, error) {
 		"-Djava.net.preferIPv4Stack=true",
 		"-Djava.security.krb5.conf="+k.Krb5Conf,
 		"-Dminihdfs.conf="+server,
-		"-cp", strings.TrimSpace(string(cp))+string(os.PathListSeparator)+classes,
-		"MiniHDFS", filepath.Join(secDir, "data"))
+		"-cp", strings.TrimSpace(string(cp)),
+		src, filepath.Join(secDir, "data"))
 	cmd.Env = append(os.Environ(), "KRB5_CONFIG="+k.Krb5Conf)
 	cmd.Stderr = logFile
 	out, err := cmd.StdoutPipe()
@@ -192,6 +199,13 @@ func startSecure() (*Secure, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return fail(fmt.Errorf("harness/hdfs: Kerberized MiniDFSCluster not ready after 3 minutes; log %s:\n%s", logPath, tail(logPath)))
+	}
+	// A cluster that ignored the secure configuration would serve simple
+	// auth: make sure the NameNode logged in from its keytab.
+	if lg, _ := os.ReadFile(logPath); !strings.Contains(string(lg), "Login successful for user "+hdfsP) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fail(fmt.Errorf("harness/hdfs: the MiniDFSCluster started without a Kerberos login of %s (is testdata/hdfs/MiniHDFS.java's -Dminihdfs.conf there?); log %s:\n%s", hdfsP, logPath, tail(logPath)))
 	}
 	_, port, _ := strings.Cut(a, ":")
 	s := &Secure{Addr: "localhost:" + port, ConfDir: filepath.Join(secDir, "conf"), KDC: k, User: k.Principal("sluice"), UserKeytab: userKT}
