@@ -33,14 +33,18 @@
 package hdfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/user"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -83,6 +87,9 @@ type Options struct {
 	// hadoop.security.authentication=kerberos (then from the environment:
 	// see Kerberos).
 	Kerberos Kerberos
+	// DialNamenode dials the NameNode (default a net.Dialer); the fault
+	// tests wrap it to drop live connections.
+	DialNamenode func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New connects to the NameNode at addr ("host:port[,host:port]"; empty means
@@ -116,6 +123,7 @@ func New(addr string, opts Options) (*FS, error) {
 		}
 		o.User = u.Username
 	}
+	o.NamenodeDialFunc = opts.DialNamenode
 	if o.KerberosClient != nil || opts.Kerberos.Enabled() {
 		if o.KerberosServicePrincipleName == "" {
 			return nil, fmt.Errorf("%w: no NameNode principal: set dfs.namenode.kerberos.principal (e.g. hdfs/_HOST@REALM) in HADOOP_CONF_DIR's hdfs-site.xml", ErrKerberos)
@@ -192,7 +200,8 @@ func (h *FS) defaults() (int, int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.replication == 0 {
-		d, err := h.client.ServerDefaults()
+		var d hdfs.ServerDefaults
+		err := h.again(func() (err error) { d, err = h.client.ServerDefaults(); return err })
 		if err != nil {
 			return 0, 0, fmt.Errorf("hdfs: server defaults: %w", err)
 		}
@@ -228,7 +237,7 @@ func (h *FS) createErr(name string, err error) error {
 	if errors.Is(err, fs.ErrExist) {
 		return &fs.PathError{Op: "create", Path: name, Err: vfs.ErrExist}
 	}
-	if _, serr := h.client.Stat(name); serr == nil {
+	if _, serr := h.stat(name); serr == nil {
 		return &fs.PathError{Op: "create", Path: name, Err: fmt.Errorf("%w (%v)", vfs.ErrExist, err)}
 	}
 	return err
@@ -250,7 +259,8 @@ func (h *FS) WriteExclusive(name string, data []byte) error {
 
 // Open implements vfs.FS.
 func (h *FS) Open(name string) (vfs.File, error) {
-	r, err := h.client.Open(name)
+	var r *hdfs.FileReader
+	err := h.again(func() (err error) { r, err = h.client.Open(name); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -274,12 +284,12 @@ func (h *FS) RenameReplace(oldname, newname string) error {
 // RenameNoReplace implements vfs.FS: check that newname is missing, then
 // rename (exclusive only when no one else creates newname).
 func (h *FS) RenameNoReplace(oldname, newname string) error {
-	if _, err := h.client.Stat(newname); err == nil {
+	if _, err := h.stat(newname); err == nil {
 		return &fs.PathError{Op: "rename", Path: newname, Err: vfs.ErrExist}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if _, err := h.client.Stat(oldname); err != nil {
+	if _, err := h.stat(oldname); err != nil {
 		return err
 	}
 	return h.client.Rename(oldname, newname)
@@ -290,18 +300,21 @@ func (h *FS) Remove(name string) error { return h.client.Remove(name) }
 
 // RemoveAll implements vfs.FS.
 func (h *FS) RemoveAll(name string) error {
-	if err := h.client.RemoveAll(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := h.again(func() error { return h.client.RemoveAll(name) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
 }
 
 // MkdirAll implements vfs.FS.
-func (h *FS) MkdirAll(dir string) error { return h.client.MkdirAll(dir, 0o755) }
+func (h *FS) MkdirAll(dir string) error {
+	return h.again(func() error { return h.client.MkdirAll(dir, 0o755) })
+}
 
 // List implements vfs.FS.
 func (h *FS) List(dir string) ([]vfs.FileInfo, error) {
-	ents, err := h.client.ReadDir(dir)
+	var ents []fs.FileInfo
+	err := h.again(func() (err error) { ents, err = h.client.ReadDir(dir); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +328,7 @@ func (h *FS) List(dir string) ([]vfs.FileInfo, error) {
 
 // Stat implements vfs.FS.
 func (h *FS) Stat(name string) (vfs.FileInfo, error) {
-	st, err := h.client.Stat(name)
+	st, err := h.stat(name)
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
@@ -324,3 +337,41 @@ func (h *FS) Stat(name string) (vfs.FileInfo, error) {
 
 // SyncDir implements vfs.FS: nothing to do (the NameNode's edit log).
 func (h *FS) SyncDir(string) error { return nil }
+
+func (h *FS) stat(name string) (st fs.FileInfo, err error) {
+	err = h.again(func() (err error) { st, err = h.client.Stat(name); return err })
+	return st, err
+}
+
+// again runs an idempotent NameNode call, and again when it failed
+// because its NameNode connection was lost (closed by the NameNode or the
+// network, a NameNode restart): the client notices a dead connection only
+// when a call fails on it, and then keeps the NameNode out for its 5 s
+// backoff, so the next tries wait that out and dial again; on a Kerberized
+// cluster the new connection authenticates with a new service ticket from
+// the (renewed) login. At most three tries. Calls that change the
+// namespace in ways a retry could misreport (create, rename, remove) are
+// not retried; the next call reconnects.
+func (h *FS) again(call func() error) error {
+	err := call()
+	for try := 1; try < 3 && err != nil && connectionLost(err); try++ {
+		if strings.Contains(err.Error(), "no available namenodes") {
+			time.Sleep(namenodeBackoff)
+		}
+		err = call()
+	}
+	return err
+}
+
+// namenodeBackoff is how long the client keeps a failed NameNode out
+// (colinmarc/hdfs's backoffDuration), with a margin.
+const namenodeBackoff = 5*time.Second + 200*time.Millisecond
+
+// connectionLost reports an error of a connection the peer closed.
+func connectionLost(err error) bool {
+	if strings.Contains(err.Error(), "no available namenodes") && !strings.Contains(err.Error(), "kerberos") && !strings.Contains(err.Error(), "KRB") {
+		return true // the backoff after a lost connection
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}

@@ -2,13 +2,17 @@ package hdfs_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	vfshdfs "github.com/sluicehq/sluice/internal/vfs/hdfs"
 	"github.com/sluicehq/sluice/testdata/harness/hdfs"
@@ -152,3 +156,86 @@ func TestKerberosSimpleClientRefused(t *testing.T) {
 }
 
 func kdcPrincipal() kdc.Principal { return kdc.Principal{} }
+
+// dropper dials the NameNode and can drop every connection it dialed
+// (a network cut, a NameNode restart): fault injection around the real
+// connection.
+type dropper struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (d *dropper) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err == nil {
+		d.mu.Lock()
+		d.conns = append(d.conns, c)
+		d.mu.Unlock()
+	}
+	return c, err
+}
+
+func (d *dropper) drop() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.conns)
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+	return n
+}
+
+// A keytab session outlives its tickets: with a KDC max ticket life of 60 s
+// for its principal, a file system opened from a keytab writes a file,
+// waits until both its TGT and its NameNode service ticket have expired,
+// loses its NameNode connection (dropped under it, as by a NameNode
+// restart or a network cut), and writes and reads another file on a new
+// connection, which needs a new service ticket: the keytab login got a new
+// TGT before the old one expired. A session of the same principal from its
+// ticket cache (kinit, no keytab: nothing to log in again with) cannot: its
+// new connection is refused with the Kerberos error, which shows the test
+// depends on the renewal.
+func TestKerberosKeytabSessionOutlivesTicket(t *testing.T) {
+	s := secureEnv(t)
+	const life = 60 * time.Second
+	kt := s.KDC.AddPrincipal(t, "shortlived", kdc.Principal{MaxLife: life})
+	princ := s.KDC.Principal("shortlived")
+	cc := filepath.Join(t.TempDir(), "ccache")
+	kinit := exec.Command("kinit", "-kt", kt, "-c", cc, princ)
+	kinit.Env = s.KDC.Env()
+	if out, err := kinit.CombinedOutput(); err != nil {
+		t.Fatalf("kinit: %v\n%s", err, out)
+	}
+	start := time.Now()
+	var kd, cd dropper
+	keytabFS, err := vfshdfs.New(s.Addr, vfshdfs.Options{Kerberos: vfshdfs.Kerberos{Principal: princ, Keytab: kt}, DialNamenode: kd.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keytabFS.Close()
+	t.Setenv("KRB5CCNAME", "FILE:"+cc)
+	cacheFS, err := vfshdfs.New(s.Addr, vfshdfs.Options{DialNamenode: cd.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cacheFS.Close()
+	roundTrip(t, keytabFS)
+	roundTrip(t, cacheFS)
+
+	time.Sleep(time.Until(start.Add(life + 10*time.Second)))
+	if kd.drop() == 0 || cd.drop() == 0 {
+		t.Fatal("no NameNode connection to drop")
+	}
+	if _, err := keytabFS.Stat("/krb"); err != nil {
+		t.Fatalf("keytab session after %v (ticket life %v): %v", time.Since(start).Round(time.Second), life, err)
+	}
+	roundTrip(t, keytabFS)
+	t.Logf("keytab session: a new NameNode connection %v after login (ticket life %v)", time.Since(start).Round(time.Second), life)
+
+	_, err = cacheFS.Stat("/krb")
+	if err == nil {
+		t.Fatalf("the ticket cache session reconnected %v after login with a %v ticket life: the test does not reach the NameNode with a new ticket", time.Since(start).Round(time.Second), life)
+	}
+	t.Logf("ticket cache session refused as expected: %v", err)
+}

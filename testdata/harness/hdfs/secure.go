@@ -142,12 +142,6 @@ func startSecure() (*Secure, error) {
 		{"dfs.data.transfer.protection", "authentication"},
 		{"dfs.http.policy", "HTTP_ONLY"},
 		{"ignore.secure.ports.for.testing", "true"},
-		// The NameNode closes a client connection idle for 2×2 s (the
-		// renewal test needs a new connection, so a new service ticket,
-		// after its ticket expired).
-		{"ipc.client.idlethreshold", "0"},
-		{"ipc.client.connection.maxidletime", "2000"},
-		{"ipc.server.connection.idle-scan-interval", "1000"},
 	}); err != nil {
 		return fail(err)
 	}

@@ -27,6 +27,7 @@ func TestKDCIssuesTickets(t *testing.T) {
 	klist := exec.Command("klist", "-c", cc)
 	klist.Env = k.Env()
 	out, err := klist.CombinedOutput()
+	t.Logf("%s", out)
 	if err != nil || !strings.Contains(string(out), "krbtgt/"+k.Realm+"@"+k.Realm) {
 		t.Fatalf("klist: %v\n%s", err, out)
 	}
