@@ -250,6 +250,7 @@ func (k *KDC) start() error {
 	k.cmd.Env = k.Env()
 	k.cmd.Dir = k.Dir
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
+	dieWithParent(k.cmd)
 	if err := k.cmd.Start(); err != nil {
 		return fmt.Errorf("harness/kdc: starting krb5kdc: %w", err)
 	}
