@@ -314,8 +314,17 @@ type recordSchema struct {
 }
 
 func (r *recordSchema) describe(avro.Schema) *writers.FileSchema {
-	if d, ok := r.dec.(*registryDecoder); ok && r.schema != nil {
+	if r.schema == nil {
+		return nil
+	}
+	if d, ok := r.dec.(*registryDecoder); ok {
 		return d.fileSchema(r.schema)
+	}
+	// Protobuf and JSON Schema: the registry id only.
+	if ws, ok := r.dec.(writerSchemas); ok {
+		if id, ok := ws.writerSchemaID(r.schema); ok {
+			return &writers.FileSchema{ID: id}
+		}
 	}
 	return nil
 }
