@@ -31,7 +31,10 @@ import (
 // by the records appended since the last publish before the process died
 // (kill -9; a clean shutdown publishes first), and by the records of a
 // transaction open across a restart or a leader change (their marker finds
-// nothing held). Balance names these as the broker tier's reason.
+// nothing held). Balance names these as the broker tier's reason. In a
+// cluster, a leader counts at its append: records a leader appended and
+// then lost to a leader change before they were replicated (an unclean
+// election, or acks=1) are counted though the log no longer holds them.
 type Broker struct {
 	byTime, byClock *Counter
 	now             func() time.Time

@@ -18,6 +18,12 @@ import (
 // instance's open transaction), so what an aborted transaction copied is
 // neither in the target nor in the counts, and a kill -9 never double
 // counts. It is used by one goroutine (the mirror's copy loop).
+//
+// It keeps every (topic, window) count of its origin in memory (a late
+// record adds to its window's count, and the key's latest record must
+// carry the whole count), at most MaxCells of them: past that, the
+// records of new windows are not counted (Dropped, logged by the mirror)
+// and show as the mirror tier's shortfall.
 type Mirror struct {
 	origin    string
 	window    time.Duration

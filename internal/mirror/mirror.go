@@ -309,6 +309,8 @@ type copySession struct {
 	refreshAt  time.Time             // when topics were last listed
 	audit      *audit.Mirror         // the mirror tier (nil: Config.Audit off)
 	auditParts int                   // partitions of the target's _audit
+	// auditDropped is the records the mirror tier could not count, as last logged.
+	auditDropped int64
 }
 
 // startAudit starts the session's mirror tier from the counts committed in
@@ -398,10 +400,7 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the source's end offsets: %w", err)
 	}
-	targetEnds, err := s.dst.ListEndOffsets(ctx, fresh...)
-	if err == nil {
-		err = targetEnds.Error()
-	}
+	targetEnds, err := s.targetEnds(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the target's end offsets: %w", err)
 	}
@@ -441,6 +440,27 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 		}
 	}
 	return out, nil
+}
+
+// targetEnds lists the end offsets of topics on the target, waiting up to
+// 10 s for topics just created to be known there (before, the session
+// failed and the mirror began only after its 0.5 s backoff).
+func (s *copySession) targetEnds(ctx context.Context, topics []string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := s.dst.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // startOf is where partition tp resumes, given the source's log start and
@@ -505,6 +525,11 @@ func (s *copySession) loop(ctx context.Context) error {
 		}
 		if s.audit != nil {
 			s.audit.Ended(err == nil)
+			if d := s.audit.Dropped(); d > s.auditDropped {
+				s.m.log.Warn("audit: copied records not counted: the mirror tier holds at most audit.MaxCells (topic, window) counts",
+					"not_counted", d, "max_cells", audit.MaxCells)
+				s.auditDropped = d
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
