@@ -76,8 +76,9 @@ type CompactedFile struct {
 
 // Source is a run of a compacted file's rows that one split commit wrote.
 type Source struct {
-	Start   int64  `json:"start"` // the split manifest's start
-	Final   string `json:"final"` // the file the loader wrote them to
+	Start   int64  `json:"start"`   // the split manifest's start
+	Attempt string `json:"attempt"` // and its attempt (a topic started over reuses starts)
+	Final   string `json:"final"`   // the file the loader wrote them to
 	Records int64  `json:"records"`
 	First   int64  `json:"first_offset"`
 	Last    int64  `json:"last_offset"`
@@ -180,9 +181,15 @@ func (s *Store) CommittedFiles(topic string, partition int32, manifests []*Manif
 // records.
 func ApplyCompactions(manifests []*Manifest, cs []*Compaction) []ViewFile {
 	byFinal := map[string]ViewFile{}
+	type commit struct {
+		start   int64
+		attempt string
+	}
+	committed := map[commit]bool{}
 	for _, m := range manifests {
+		committed[commit{m.Start, m.Attempt}] = true
 		for _, f := range m.Files {
-			byFinal[f.Final] = ViewFile{File: f, Sources: []Source{{Start: m.Start, Final: f.Final,
+			byFinal[f.Final] = ViewFile{File: f, Sources: []Source{{Start: m.Start, Attempt: m.Attempt, Final: f.Final,
 				Records: f.Records, First: f.First, Last: f.Last}}}
 		}
 	}
@@ -190,7 +197,15 @@ func ApplyCompactions(manifests []*Manifest, cs []*Compaction) []ViewFile {
 		for _, r := range c.Replaced {
 			delete(byFinal, r)
 		}
+	files:
 		for _, f := range c.Files {
+			// A file whose commits are no longer there (withdrawn, or
+			// retired with a topic started over) is no longer committed.
+			for _, src := range f.Sources {
+				if !committed[commit{src.Start, src.Attempt}] {
+					continue files
+				}
+			}
 			byFinal[f.Final] = ViewFile{File: f.File, Sources: f.Sources, Compaction: c.Seq}
 		}
 	}
@@ -241,6 +256,12 @@ func (s *Store) NewCompaction(topic string, partition int32) (*CompactionAttempt
 	a.made[a.dir] = true
 	return a, nil
 }
+
+// Topic is the attempt's topic.
+func (a *CompactionAttempt) Topic() string { return a.topic }
+
+// Partition is the attempt's partition.
+func (a *CompactionAttempt) Partition() int32 { return a.partition }
 
 // Seq is the record number this attempt commits as.
 func (a *CompactionAttempt) Seq() int64 { return a.seq }
