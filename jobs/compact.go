@@ -339,7 +339,7 @@ func (l *Loader) rewriteDir(ctx context.Context, pl compactPlan, bar *progressba
 			return d, err
 		}
 		for _, f := range run {
-			rec.Replaced = append(rec.Replaced, f.Final)
+			rec.Replaced = append(rec.Replaced, writers.Replaced{Final: f.Final, Commit: f.Commit})
 			d.BytesIn += f.Bytes
 			if bar != nil {
 				bar.Add64(f.Bytes)
@@ -492,7 +492,7 @@ func (l *Loader) trimCompactions(ctx context.Context, topic string, p int32, fro
 			}
 			rec.MovedTo = path.Join(writers.SluiceDir, "withdrawn", topic, strconv.Itoa(int(p)), fmt.Sprintf("compaction-%020d", a.Seq()))
 		}
-		rec.Replaced = append(rec.Replaced, f.Final)
+		rec.Replaced = append(rec.Replaced, writers.Replaced{Final: f.Final, Commit: f.Commit})
 		if len(kept) == 0 {
 			continue
 		}

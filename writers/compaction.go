@@ -56,13 +56,20 @@ type Compaction struct {
 	Committed time.Time `json:"committed"`
 	// Reason says why: "compact" or "replay from <offset>".
 	Reason string `json:"reason"`
-	// Replaced are the final paths of the files this rewrite replaced.
-	Replaced []string `json:"replaced"`
+	// Replaced are the files this rewrite replaced.
+	Replaced []Replaced `json:"replaced"`
 	// MovedTo, when set, is where the replaced files were moved (keeping
 	// their relative paths) instead of being removed.
 	MovedTo string `json:"moved_to,omitempty"`
 	// Files are the files written, in the order of their rows' offsets.
 	Files []CompactedFile `json:"files"`
+}
+
+// Replaced names a file a rewrite replaced: its final path and the commit
+// that wrote it (a replay's reload writes its files under the same names).
+type Replaced struct {
+	Final  string `json:"final"`
+	Commit string `json:"commit"` // ViewFile.Commit
 }
 
 // CompactedFile is a file a compaction wrote.
@@ -163,6 +170,9 @@ type ViewFile struct {
 	Sources []Source
 	// Compaction is the record that wrote the file (0: a split commit's).
 	Compaction int64
+	// Commit names what committed the file: the split manifest's attempt,
+	// or "compaction <seq>".
+	Commit string
 }
 
 // CommittedFiles returns the committed files of a partition: the files of
@@ -189,13 +199,15 @@ func ApplyCompactions(manifests []*Manifest, cs []*Compaction) []ViewFile {
 	for _, m := range manifests {
 		committed[commit{m.Start, m.Attempt}] = true
 		for _, f := range m.Files {
-			byFinal[f.Final] = ViewFile{File: f, Sources: []Source{{Start: m.Start, Attempt: m.Attempt, Final: f.Final,
+			byFinal[f.Final] = ViewFile{File: f, Commit: m.Attempt, Sources: []Source{{Start: m.Start, Attempt: m.Attempt, Final: f.Final,
 				Records: f.Records, First: f.First, Last: f.Last}}}
 		}
 	}
 	for _, c := range cs {
 		for _, r := range c.Replaced {
-			delete(byFinal, r)
+			if byFinal[r.Final].Commit == r.Commit {
+				delete(byFinal, r.Final)
+			}
 		}
 	files:
 		for _, f := range c.Files {
@@ -206,7 +218,7 @@ func ApplyCompactions(manifests []*Manifest, cs []*Compaction) []ViewFile {
 					continue files
 				}
 			}
-			byFinal[f.Final] = ViewFile{File: f.File, Sources: f.Sources, Compaction: c.Seq}
+			byFinal[f.Final] = ViewFile{File: f.File, Sources: f.Sources, Compaction: c.Seq, Commit: fmt.Sprintf("compaction %d", c.Seq)}
 		}
 	}
 	out := make([]ViewFile, 0, len(byFinal))
@@ -352,7 +364,8 @@ func (s *Store) finishCompaction(c *Compaction) error {
 		}
 	}
 	dirs := map[string]bool{}
-	for _, r := range c.Replaced {
+	for _, rf := range c.Replaced {
+		r := rf.Final
 		var err error
 		if c.MovedTo != "" {
 			to := path.Join(c.MovedTo, r)
