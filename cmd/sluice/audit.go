@@ -149,7 +149,7 @@ func newAuditCommand() *cobra.Command {
 
 // jobLoadTier reads the load tier of a job from its committed manifests.
 func jobLoadTier(spec *jobs.Spec) (audit.Load, error) {
-	fs, err := filesystem.Open(spec.OutputURI())
+	fs, err := filesystem.OpenWith(spec.OutputURI(), spec.HDFSOptions())
 	if err != nil {
 		return audit.Load{}, fmt.Errorf("audit: output of %s: %w", spec.Name, err)
 	}
