@@ -94,6 +94,7 @@ type fetchTarget struct {
 	follower         bool            // a follower's fetch: read to the log end
 	lastFetchedEpoch int32           // v12 LastFetchedEpoch of a full fetch; -1 otherwise
 	diverging        *divergingEpoch // the follower's log diverged: answer this, no records
+	denied           bool            // the authorizer refused it (authorize.go)
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -143,6 +144,7 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		sess.epoch = nextEpoch(req.SessionEpoch)
 	}
 	targets := fetchTargets(s, req, sess, incremental)
+	authorizeFetch(rc, req, targets)
 	if s.replicas != nil {
 		replicaFetchChecks(s, req.ReplicaID, targets)
 	}
@@ -239,6 +241,8 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			preferredRead: -1, fetchOffset: w.fetchOffset, topicName: w.topicName}
 		part, pcode := rc.conn.s.leaderPartition(w.t, w.partition)
 		switch {
+		case w.denied:
+			fp.code = topicDenied
 		case pcode != 0:
 			fp.code = pcode
 		case w.code != 0:
