@@ -1,0 +1,266 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/broker/config"
+)
+
+// aclProps: a PLAINTEXT listener (User:ANONYMOUS, made a super user: the
+// test's admin) and a SASL_PLAINTEXT one for the users under test.
+func aclProps(extra map[string]string) map[string]string {
+	p := map[string]string{
+		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "SCRAM-SHA-512",
+		"authorizer.class.name":   "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":             "User:ANONYMOUS;User:root",
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+// userClient is a SCRAM-SHA-512 client of the SASL_PLAINTEXT listener.
+func (ss *secureServer) userClient(t *testing.T, user string, opts ...kgo.Opt) *kgo.Client {
+	return newClient(t, ss.addrs["SASL_PLAINTEXT"], append([]kgo.Opt{scramOpt("SCRAM-SHA-512", user, user+"-secret"),
+		kgo.RetryTimeout(3 * time.Second), kgo.RequestRetries(2)}, opts...)...)
+}
+
+func (ss *secureServer) admin(t *testing.T) *kadm.Client {
+	return kadm.NewClient(newClient(t, ss.addrs["PLAINTEXT"]))
+}
+
+func createACLs(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
+	t.Helper()
+	res, err := adm.CreateACLs(testCtx(t), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("create ACL %s %s: %v (%s)", r.Principal, r.Name, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+func createTopics(t *testing.T, adm *kadm.Client, names ...string) {
+	t.Helper()
+	res, err := adm.CreateTopics(testCtx(t), 1, 1, nil, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func produceErr(t *testing.T, cl *kgo.Client, topic string) error {
+	t.Helper()
+	return cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+// fetchErr fetches partition 0 of topic from offset 0 (no group) and
+// returns the partition's error.
+func fetchErr(t *testing.T, cl *kgo.Client, topic string) error {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+func joinErr(t *testing.T, cl *kgo.Client, group string) error {
+	t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = group, 10000, 10000, "consumer"
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode == kerr.MemberIDRequired.Code {
+		return nil // past the authorizer: the coordinator's first answer
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
+func listedTopics(t *testing.T, cl *kgo.Client) []string {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mt := range resp.Topics {
+		out = append(out, *mt.Topic)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestACLsFranzGo: with the authorizer on, franz-go clients are held to
+// their ACLs: no Write, no produce; no Read, no fetch and no JoinGroup;
+// no Describe, the topic is not listed; no Delete, no DeleteTopics;
+// prefixed ACLs; a DENY beats a matching ALLOW; super users do anything;
+// each denial is counted.
+func TestACLsFranzGo(t *testing.T) {
+	ss := startSecureServer(t, nil, aclProps(nil))
+	for _, u := range []string{"alice", "bob", "root"} {
+		ss.addUser(t, u, u+"-secret")
+	}
+	adm := ss.admin(t)
+	createTopics(t, adm, "orders", "logs-a", "logs-b", "secret")
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpWrite, kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Groups("g1").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("logs-").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed))
+	createACLs(t, adm, kadm.NewACLs().Deny("User:alice").Topics("logs-a").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+
+	alice := ss.userClient(t, "alice")
+	bob := ss.userClient(t, "bob")
+	root := ss.userClient(t, "root")
+
+	if err := produceErr(t, alice, "orders"); err != nil {
+		t.Fatalf("alice produce to orders (WRITE allowed): %v", err)
+	}
+	if err := produceErr(t, bob, "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob produce to orders: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produceErr(t, alice, "logs-b"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice produce to logs-b (READ only): %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := fetchErr(t, alice, "orders"); err != nil {
+		t.Fatalf("alice fetch orders: %v", err)
+	}
+	if err := fetchErr(t, alice, "logs-b"); err != nil {
+		t.Fatalf("alice fetch logs-b (prefixed READ): %v", err)
+	}
+	if err := fetchErr(t, alice, "logs-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice fetch logs-a (DENY beats the prefixed ALLOW): %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := fetchErr(t, bob, "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob fetch orders: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := joinErr(t, alice, "g1"); err != nil {
+		t.Fatalf("alice join g1: %v", err)
+	}
+	if err := joinErr(t, alice, "g2"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("alice join g2: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	// A consumer group end to end: alice reads orders in g1.
+	cons := ss.userClient(t, "alice", kgo.ConsumeTopics("orders"), kgo.ConsumerGroup("g1"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := cons.PollRecords(testCtx(t), 1)
+	if errs := fs.Errors(); len(errs) > 0 || fs.NumRecords() == 0 {
+		t.Fatalf("alice consuming orders in g1: %v records, errors %v", fs.NumRecords(), errs)
+	}
+
+	if got, want := listedTopics(t, alice), []string{"logs-a", "logs-b", "orders"}; !slices.Equal(got, want) {
+		t.Fatalf("alice's Metadata lists %v, want %v (secret hidden: no DESCRIBE)", got, want)
+	}
+	if got := listedTopics(t, bob); len(got) != 0 {
+		t.Fatalf("bob's Metadata lists %v, want none", got)
+	}
+	if got := len(listedTopics(t, root)); got != 5 { // and __consumer_offsets
+		t.Fatalf("root (super user) sees %d topics, want 5", got)
+	}
+
+	aliceAdm := kadm.NewClient(alice)
+	res, err := aliceAdm.DeleteTopics(testCtx(t), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res["orders"].Err; !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice delete orders without DELETE: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	cr, err := aliceAdm.CreateACLs(testCtx(t), kadm.NewACLs().Allow("User:alice").Topics("x").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(cr) != 1 || !errors.Is(cr[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice CreateAcls without ALTER on the cluster: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, cr)
+	}
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpDelete).ResourcePatternType(kadm.ACLPatternLiteral))
+	if res, err = aliceAdm.DeleteTopics(testCtx(t), "orders"); err != nil || res["orders"].Err != nil {
+		t.Fatalf("alice delete orders with DELETE: %v %v", err, res["orders"].Err)
+	}
+	rootRes, err := kadm.NewClient(root).DeleteTopics(testCtx(t), "secret")
+	if err != nil || rootRes["secret"].Err != nil {
+		t.Fatalf("root (super user) delete secret without any ACL: %v %v", err, rootRes["secret"].Err)
+	}
+
+	rec := httptest.NewRecorder()
+	ss.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{`sluice_authorization_denials_total{operation="WRITE",resource_type="TOPIC"}`,
+		`sluice_authorization_denials_total{operation="READ",resource_type="GROUP"}`,
+		`sluice_authorization_denials_total{operation="DELETE",resource_type="TOPIC"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestACLsAllowEveryoneIfNoACLFound: with allow.everyone.if.no.acl.found,
+// a topic no ACL names is open to all, one with an ACL only to whom it
+// allows; without it (default), a topic with no ACL is closed.
+func TestACLsAllowEveryoneIfNoACLFound(t *testing.T) {
+	for _, open := range []bool{true, false} {
+		extra := map[string]string{}
+		if open {
+			extra["allow.everyone.if.no.acl.found"] = "true"
+		}
+		ss := startSecureServer(t, nil, aclProps(extra))
+		ss.addUser(t, "alice", "alice-secret")
+		ss.addUser(t, "bob", "bob-secret")
+		adm := ss.admin(t)
+		createTopics(t, adm, "open", "closed")
+		createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("closed").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+		bob := ss.userClient(t, "bob")
+		err := produceErr(t, bob, "open")
+		if open && err != nil {
+			t.Fatalf("open: bob produce to a topic without ACLs: %v", err)
+		}
+		if !open && !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("default: bob produce to a topic without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+		if err := produceErr(t, bob, "closed"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("open=%v: bob produce to alice's topic: %v, want TOPIC_AUTHORIZATION_FAILED", open, err)
+		}
+		if err := produceErr(t, ss.userClient(t, "alice"), "closed"); err != nil {
+			t.Fatalf("open=%v: alice produce to closed: %v", open, err)
+		}
+	}
+}
+
+// TestACLsConfigErrors: an unknown authorizer.class.name, a bad super.users
+// entry and a bad allow.everyone.if.no.acl.found are errors naming the key.
+func TestACLsConfigErrors(t *testing.T) {
+	for key, val := range map[string]string{
+		"authorizer.class.name":          "com.example.MyAuthorizer",
+		"super.users":                    "alice",
+		"allow.everyone.if.no.acl.found": "yes",
+	} {
+		_, err := config.FromProperties(aclProps(map[string]string{key: val}))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: %v, want an error naming %s", key, val, err, key)
+		}
+	}
+}
