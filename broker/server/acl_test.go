@@ -95,7 +95,7 @@ func joinErr(t *testing.T, cl *kgo.Client, group string) error {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = group, 10000, 10000, "consumer"
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := req.RequestWith(testCtx(t), cl.SeedBrokers()[0]) // straight to the broker: no FindCoordinator first
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +167,17 @@ func TestACLsFranzGo(t *testing.T) {
 	}
 	if err := joinErr(t, alice, "g2"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
 		t.Fatalf("alice join g2: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorKeys = "g2", []string{"g2", "g1"}
+	if resp, err := fc.RequestWith(testCtx(t), alice.SeedBrokers()[0]); err != nil || len(resp.Coordinators) != 2 {
+		t.Fatalf("FindCoordinator: %v %+v", err, resp)
+	} else {
+		for _, c := range resp.Coordinators {
+			if want := map[string]int16{"g1": 0, "g2": kerr.GroupAuthorizationFailed.Code}[c.Key]; c.ErrorCode != want {
+				t.Fatalf("FindCoordinator %s: error %d, want %d", c.Key, c.ErrorCode, want)
+			}
+		}
 	}
 	// A consumer group end to end: alice reads orders in g1.
 	cons := ss.userClient(t, "alice", kgo.ConsumeTopics("orders"), kgo.ConsumerGroup("g1"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

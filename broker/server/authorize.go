@@ -28,7 +28,8 @@ package server
 //	Create/DeleteAcls            ALTER cluster;  DescribeAcls DESCRIBE cluster
 //	ElectLeaders AlterPartitionReassignments AlterUserScramCredentials  ALTER cluster
 //	ListPartitionReassignments DescribeLogDirs DescribeQuorum DescribeUserScramCredentials  DESCRIBE cluster
-//	ApiVersions SaslHandshake SaslAuthenticate DescribeCluster FindCoordinator  not checked
+//	FindCoordinator              DESCRIBE group or transactional id
+//	ApiVersions SaslHandshake SaslAuthenticate DescribeCluster  not checked
 //
 // A denial answers TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 // for the entries denied (the rest of the request is served) or for the whole
@@ -161,6 +162,8 @@ func authorizeRequest(s *Server, rc *requestContext, req kmsg.Request) (rep repl
 	}
 	whole := func(resp kmsg.Response) (reply, func(reply) reply) { return kmsgReply{resp}, nil }
 	switch r := req.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		return authorizeFindCoordinator(rc, r)
 	case *kmsg.JoinGroupRequest:
 		if !rc.allowed(opRead, resGroup, r.Group) {
 			resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -795,4 +798,28 @@ func authorizeFetch(rc *requestContext, req *kmsg.FetchRequest, targets []fetchT
 // (CREATE on the cluster or on the topic); not counted as a denial.
 func createAllowed(rc *requestContext, name string) bool {
 	return rc.allowedQuiet(opCreate, resCluster, acl.ClusterName) || rc.allowedQuiet(opCreate, resTopic, name)
+}
+
+// authorizeFindCoordinator: DESCRIBE on each group or transactional id
+// looked up.
+func authorizeFindCoordinator(rc *requestContext, r *kmsg.FindCoordinatorRequest) (reply, func(reply) reply) {
+	typ, code := resGroup, groupDenied
+	if r.CoordinatorType == 1 {
+		typ, code = resTxnID, txnDenied
+	}
+	if r.Version < 4 {
+		if rc.allowed(opDescribe, typ, r.CoordinatorKey) {
+			return nil, nil
+		}
+		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+		return kmsgReply{resp}, nil
+	}
+	var denied []string
+	r.CoordinatorKeys, denied = splitNames(rc, r.CoordinatorKeys, opDescribe, typ)
+	return nil, appendTo(denied, func(resp *kmsg.FindCoordinatorResponse, k string) {
+		e := kmsg.NewFindCoordinatorResponseCoordinator()
+		e.Key, e.ErrorCode, e.NodeID, e.Port = k, code, -1, -1
+		resp.Coordinators = append(resp.Coordinators, e)
+	})
 }

@@ -169,8 +169,8 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 			}
 		case rt.TopicID != [16]byte{}:
 			var ok bool
-			if t, ok = s.topics.byID(rt.TopicID); !ok {
-				code = kerr.UnknownTopicID.Code
+			if t, ok = s.topics.byID(rt.TopicID); !ok || !rc.allowed(opDescribe, resTopic, t.name) {
+				t, code = nil, kerr.UnknownTopicID.Code // as Kafka: an id not described is unknown
 			} else {
 				name = t.name
 			}
