@@ -275,3 +275,136 @@ func TestACLsConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestACLsAdminAndGroupAPIs: the per-entry and whole-request denials of
+// the other APIs, each sent straight to the broker by a principal with
+// READ on topic orders and group g1 only: the denied entries carry
+// Kafka's error, the allowed ones are served.
+func TestACLsAdminAndGroupAPIs(t *testing.T) {
+	ss := startSecureServer(t, nil, aclProps(nil))
+	ss.addUser(t, "alice", "alice-secret")
+	adm := ss.admin(t)
+	createTopics(t, adm, "orders", "secret")
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("orders").Groups("g1").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	alice := ss.userClient(t, "alice")
+	if err := alice.Ping(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	br := alice.SeedBrokers()[0]
+	send := func(req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := br.Request(testCtx(t), req)
+		if err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		return resp
+	}
+	want := func(what string, got, want int16) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	topicDenied, groupDenied, clusterDenied := kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
+	want("CreateTopics without CREATE", send(ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, topicDenied)
+
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "orders"},
+		{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: ""}}
+	dcr := send(dc).(*kmsg.DescribeConfigsResponse)
+	if len(dcr.Resources) != 2 {
+		t.Fatalf("DescribeConfigs: %d resources answered, want 2", len(dcr.Resources))
+	}
+	for _, r := range dcr.Resources {
+		w := topicDenied
+		if r.ResourceType == kmsg.ConfigResourceTypeBroker {
+			w = clusterDenied
+		}
+		want("DescribeConfigs "+r.ResourceType.String(), r.ErrorCode, w)
+	}
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "orders",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}}}
+	want("IncrementalAlterConfigs without ALTER_CONFIGS", send(ia).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, topicDenied)
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "orders", Count: 3}}
+	cp.TimeoutMillis = 5000
+	want("CreatePartitions without ALTER", send(cp).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, topicDenied)
+
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "orders", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+	dr.TimeoutMillis = 5000
+	want("DeleteRecords without DELETE", send(dr).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode, topicDenied)
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	for _, name := range []string{"orders", "secret"} {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = name
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		lo.Topics = append(lo.Topics, rt)
+	}
+	lor := send(lo).(*kmsg.ListOffsetsResponse)
+	codes := map[string]int16{}
+	for _, rt := range lor.Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	want("ListOffsets orders (DESCRIBE implied by READ)", codes["orders"], 0)
+	want("ListOffsets secret", codes["secret"], topicDenied)
+
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g1", -1
+	for _, name := range []string{"orders", "secret"} {
+		oc.Topics = append(oc.Topics, kmsg.OffsetCommitRequestTopic{Topic: name, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}})
+	}
+	codes = map[string]int16{}
+	for _, rt := range send(oc).(*kmsg.OffsetCommitResponse).Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	want("OffsetCommit g1 orders", codes["orders"], 0)
+	want("OffsetCommit g1 secret (no READ on the topic)", codes["secret"], topicDenied)
+	oc.Group = "g2"
+	want("OffsetCommit g2", send(oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, groupDenied)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g1"}, {Group: "g2"}}
+	codes = map[string]int16{}
+	for _, g := range send(of).(*kmsg.OffsetFetchResponse).Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	want("OffsetFetch g1", codes["g1"], 0)
+	want("OffsetFetch g2", codes["g2"], groupDenied)
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"g1", "g2"}
+	codes = map[string]int16{}
+	for _, g := range send(dg).(*kmsg.DescribeGroupsResponse).Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	want("DescribeGroups g1", codes["g1"], 0)
+	want("DescribeGroups g2", codes["g2"], groupDenied)
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g1"}
+	want("DeleteGroups g1 without DELETE", send(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, groupDenied)
+
+	ipid := kmsg.NewPtrInitProducerIDRequest()
+	ipid.TransactionalID, ipid.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 10000
+	want("InitProducerId tx", send(ipid).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed.Code)
+	ipid.TransactionalID = nil
+	want("InitProducerId idempotent without WRITE anywhere", send(ipid).(*kmsg.InitProducerIDResponse).ErrorCode, clusterDenied)
+
+	da := kmsg.NewPtrDescribeACLsRequest()
+	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	want("DescribeAcls without DESCRIBE on the cluster", send(da).(*kmsg.DescribeACLsResponse).ErrorCode, clusterDenied)
+	want("DescribeUserScramCredentials", send(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode, clusterDenied)
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.TimeoutMillis = 1000
+	want("ElectLeaders", send(el).(*kmsg.ElectLeadersResponse).ErrorCode, clusterDenied)
+}
