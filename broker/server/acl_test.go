@@ -196,6 +196,25 @@ func TestACLsFranzGo(t *testing.T) {
 		t.Fatalf("root (super user) sees %d topics, want 5", got)
 	}
 
+	// Auto-creation needs CREATE: WRITE on a topic that does not exist
+	// yet is not enough (Metadata and Produce alike).
+	createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("fresh").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	md := kmsg.NewPtrMetadataRequest()
+	md.AllowAutoTopicCreation = true
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("fresh")}}
+	if resp, err := md.RequestWith(testCtx(t), alice.SeedBrokers()[0]); err != nil || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("alice's auto-creating Metadata for fresh without CREATE: %v %+v", err, resp)
+	}
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 5000
+	pr.Topics = []kmsg.ProduceRequestTopic{{Topic: "fresh", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: makeBatch(-1, -1, -1, 1, "v")}}}}
+	if resp, err := pr.RequestWith(testCtx(t), alice.SeedBrokers()[0]); err != nil || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("alice's Produce to fresh without CREATE: %v %+v", err, resp)
+	}
+	if got := listedTopics(t, root); slices.Contains(got, "fresh") {
+		t.Fatalf("fresh was auto-created without CREATE: %v", got)
+	}
+
 	aliceAdm := kadm.NewClient(alice)
 	res, err := aliceAdm.DeleteTopics(testCtx(t), "orders")
 	if err != nil {

@@ -133,7 +133,7 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 			code = topicDenied
 		}
 		if code == 0 {
-			t, code = s.topics.getOrAutoCreate(rt.Topic, true)
+			t, code = s.topics.getOrAutoCreate(rt.Topic, createAllowed(rc, rt.Topic))
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
