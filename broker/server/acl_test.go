@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"slices"
@@ -399,6 +400,53 @@ func TestACLsAdminAndGroupAPIs(t *testing.T) {
 	}
 	want("OffsetFetch g1", codes["g1"], 0)
 	want("OffsetFetch g2", codes["g2"], groupDenied)
+
+	// The super user commits g1's offset of secret; alice fetching g1's
+	// offsets does not see it (all topics) or is denied it (named).
+	ocAdmin := kmsg.NewPtrOffsetCommitRequest()
+	ocAdmin.Group, ocAdmin.Generation = "g1", -1
+	ocAdmin.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "secret", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7}}}}
+	if resp, err := ocAdmin.RequestWith(testCtx(t), newClient(t, ss.addrs["PLAINTEXT"])); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("super user commits g1 secret: %v %+v", err, resp)
+	}
+	for _, v := range []int16{8} { // franz-go sends the highest version both sides serve
+		all := kmsg.NewPtrOffsetFetchRequest()
+		all.Version = v
+		all.Group, all.Groups = "g1", []kmsg.OffsetFetchRequestGroup{{Group: "g1"}}
+		resp, err := br.Request(testCtx(t), all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics := resp.(*kmsg.OffsetFetchResponse).Topics
+		if v == 8 {
+			topics = nil
+			for _, gt := range resp.(*kmsg.OffsetFetchResponse).Groups[0].Topics {
+				topics = append(topics, kmsg.OffsetFetchResponseTopic{Topic: gt.Topic})
+			}
+		}
+		var names []string
+		for _, tp := range topics {
+			names = append(names, tp.Topic)
+		}
+		if !slices.Contains(names, "orders") || slices.Contains(names, "secret") {
+			t.Errorf("OffsetFetch v%d of all g1's topics lists %v, want orders and not secret", v, names)
+		}
+		named := kmsg.NewPtrOffsetFetchRequest()
+		named.Version = v
+		named.Group, named.Topics = "g1", []kmsg.OffsetFetchRequestTopic{{Topic: "secret", Partitions: []int32{0}}}
+		named.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "secret", Partitions: []int32{0}}}}}
+		resp, err = br.Request(testCtx(t), named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := int16(-99)
+		if fr := resp.(*kmsg.OffsetFetchResponse); v < 8 && len(fr.Topics) == 1 {
+			code = fr.Topics[0].Partitions[0].ErrorCode
+		} else if v == 8 && len(fr.Groups) == 1 && len(fr.Groups[0].Topics) == 1 {
+			code = fr.Groups[0].Topics[0].Partitions[0].ErrorCode
+		}
+		want(fmt.Sprintf("OffsetFetch v%d of g1 secret by name", v), code, topicDenied)
+	}
 
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.Groups = []string{"g1", "g2"}

@@ -675,11 +675,58 @@ func authorizeOffsetCommit(rc *requestContext, r *kmsg.OffsetCommitRequest) (rep
 	})
 }
 
-// authorizeOffsetFetch: DESCRIBE on each group asked for.
+// authorizeOffsetFetch: DESCRIBE on each group asked for; then, in the
+// answer, the partitions of topics the principal may not DESCRIBE are
+// TOPIC_AUTHORIZATION_FAILED (topics asked for by name) or left out (all
+// of a group's topics asked for), as Kafka does.
 func authorizeOffsetFetch(rc *requestContext, r *kmsg.OffsetFetchRequest) (reply, func(reply) reply) {
+	hideTopics := func(rep reply) reply {
+		kr, ok := rep.(kmsgReply)
+		if !ok {
+			return rep
+		}
+		resp, ok := kr.resp.(*kmsg.OffsetFetchResponse)
+		if !ok {
+			return rep
+		}
+		verdict := map[string]bool{}
+		describable := func(topic string) bool {
+			ok, seen := verdict[topic]
+			if !seen {
+				ok = rc.allowed(opDescribe, resTopic, topic)
+				verdict[topic] = ok
+			}
+			return ok
+		}
+		if r.Version < 8 {
+			resp.Topics = filterOffsetTopics(resp.Topics, r.Topics == nil, describable)
+			return rep
+		}
+		asked := map[string]bool{}
+		for _, g := range r.Groups {
+			asked[g.Group] = g.Topics == nil
+		}
+		for i := range resp.Groups {
+			g := &resp.Groups[i]
+			kept := g.Topics[:0]
+			for _, t := range g.Topics {
+				switch {
+				case describable(t.Topic):
+					kept = append(kept, t)
+				case !asked[g.Group]:
+					for j := range t.Partitions {
+						t.Partitions[j].ErrorCode, t.Partitions[j].Offset = topicDenied, -1
+					}
+					kept = append(kept, t)
+				}
+			}
+			g.Topics = kept
+		}
+		return rep
+	}
 	if r.Version < 8 {
 		if rc.allowed(opDescribe, resGroup, r.Group) {
-			return nil, nil
+			return nil, hideTopics
 		}
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 		resp.ErrorCode = groupDenied
@@ -705,11 +752,36 @@ func authorizeOffsetFetch(rc *requestContext, r *kmsg.OffsetFetchRequest) (reply
 		}
 	}
 	r.Groups = kept
-	return nil, appendTo(denied, func(resp *kmsg.OffsetFetchResponse, g string) {
+	addDenied := appendTo(denied, func(resp *kmsg.OffsetFetchResponse, g string) {
 		e := kmsg.NewOffsetFetchResponseGroup()
 		e.Group, e.ErrorCode = g, groupDenied
 		resp.Groups = append(resp.Groups, e)
 	})
+	return nil, func(rep reply) reply {
+		rep = hideTopics(rep)
+		if addDenied != nil {
+			rep = addDenied(rep)
+		}
+		return rep
+	}
+}
+
+// filterOffsetTopics is OffsetFetch v0-7's topic filter: all topics asked
+// for (all) leaves the undescribable out, named ones answer them denied.
+func filterOffsetTopics(ts []kmsg.OffsetFetchResponseTopic, all bool, describable func(string) bool) []kmsg.OffsetFetchResponseTopic {
+	kept := ts[:0]
+	for _, t := range ts {
+		switch {
+		case describable(t.Topic):
+			kept = append(kept, t)
+		case !all:
+			for j := range t.Partitions {
+				t.Partitions[j].ErrorCode, t.Partitions[j].Offset = topicDenied, -1
+			}
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }
 
 // authorizeDeleteTopics: DELETE on each topic, named or by id.
