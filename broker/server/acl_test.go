@@ -475,3 +475,34 @@ func TestACLsAdminAndGroupAPIs(t *testing.T) {
 	el.TimeoutMillis = 1000
 	want("ElectLeaders", send(el).(*kmsg.ElectLeadersResponse).ErrorCode, clusterDenied)
 }
+
+// TestACLsClusterNeedsOwnInterBrokerListener: in cluster mode the
+// authorizer trusts the inter-broker listener, so a config where clients
+// could share it (one listener, or no inter.broker.listener.name) is
+// refused, naming the keys.
+func TestACLsClusterNeedsOwnInterBrokerListener(t *testing.T) {
+	for name, c := range map[string]struct {
+		props map[string]string
+		ok    bool
+	}{
+		"one listener": {map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"}, false},
+		"no inter.broker.listener.name": {map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+			"sasl.enabled.mechanisms": "PLAIN"}, false},
+		"own listener": {map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+			"sasl.enabled.mechanisms": "PLAIN", "inter.broker.listener.name": "PLAINTEXT"}, true},
+	} {
+		c.props["authorizer.class.name"] = "sluice.acl.Authorizer"
+		cfg, err := config.FromProperties(c.props)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err = checkTrustedListener(cfg)
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "inter.broker.listener.name")) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	cfg, _ := config.FromProperties(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	if err := checkTrustedListener(cfg); err != nil {
+		t.Errorf("authorizer off, one listener: %v", err)
+	}
+}

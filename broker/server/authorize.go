@@ -825,6 +825,21 @@ func authorizeDeleteTopics(s *Server, rc *requestContext, r *kmsg.DeleteTopicsRe
 	})
 }
 
+// checkTrustedListener refuses a cluster-mode config whose trusted
+// inter-broker listener could be the clients' too: with the authorizer on,
+// inter.broker.listener.name (or security.inter.broker.protocol) must name
+// a listener explicitly and another listener must serve the clients.
+func checkTrustedListener(cfg config.Broker) error {
+	if !cfg.Security.Authorizer.Enabled() {
+		return nil
+	}
+	if len(cfg.Security.Listeners) < 2 || cfg.Security.InterBrokerListener == "" {
+		return fmt.Errorf("server: authorizer.class.name in cluster mode: the inter-broker listener's connections are trusted as the brokers' own, so it must not be the clients' listener; " +
+			"add a listener for the clients to listeners and name the brokers' PLAINTEXT one in inter.broker.listener.name")
+	}
+	return nil
+}
+
 // markInterBroker marks cluster mode's replication listener (the
 // inter-broker listener, else the first) as trusted.
 func markInterBroker(specs []*listener, cfg config.Broker) {

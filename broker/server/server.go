@@ -183,6 +183,11 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if opts.Cluster != nil {
+		if err := checkTrustedListener(cfg); err != nil {
+			_ = mgr.Close()
+			unlock()
+			return nil, err
+		}
 		markInterBroker(specs, cfg)
 	}
 	az, err := openAuthz(cfg, opts.Metadata, m.reg, opts.Logger)
