@@ -94,8 +94,8 @@ func (st *Store) UpdateACLs(change func([]metadata.ACL) ([]metadata.ACL, error))
 // WatchACLs implements metadata.ACLWatcher: a watch on /sluice/acls armed
 // before each call of changed (so no change between the read and the next
 // watch is missed); a lost session or a failed watch calls changed again
-// once a new watch is armed.
-func (st *Store) WatchACLs(done <-chan struct{}, changed func()) {
+// once a new watch is armed; so does an error from changed, a second later.
+func (st *Store) WatchACLs(done <-chan struct{}, changed func() error) {
 	for {
 		s, err := st.n.session()
 		var ch <-chan zk.Event
@@ -110,7 +110,14 @@ func (st *Store) WatchACLs(done <-chan struct{}, changed func()) {
 			}
 			continue
 		}
-		changed()
+		if err := changed(); err != nil {
+			select { // read again soon: the watch alone would wait for the next change
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		select {
 		case <-done:
 			return

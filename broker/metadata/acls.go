@@ -44,10 +44,11 @@ type ACLStore interface {
 }
 
 // ACLWatcher is an ACLStore that other processes change too (the cluster
-// store): WatchACLs calls changed after each change by anyone until ctx
-// ends (and once when it starts), so a cache can re-read.
+// store): WatchACLs calls changed after each change by anyone until done
+// is closed (and once when it starts), so a cache can re-read; an error
+// from changed makes it call again a second later.
 type ACLWatcher interface {
-	WatchACLs(done <-chan struct{}, changed func())
+	WatchACLs(done <-chan struct{}, changed func() error)
 }
 
 const aclsFile = "acls.json"

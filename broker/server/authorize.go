@@ -79,10 +79,12 @@ func openAuthz(cfg config.Broker, st metadata.Store, reg *prometheus.Registry, l
 	}, []string{"operation", "resource_type"})}
 	reg.MustRegister(z.denials)
 	if w, ok := st.(metadata.ACLWatcher); ok {
-		go w.WatchACLs(z.stop, func() {
-			if err := a.Reload(); err != nil {
-				logger.Error("reloading the ACLs failed: the previous ones stay in force", "err", err)
+		go w.WatchACLs(z.stop, func() error {
+			err := a.Reload()
+			if err != nil {
+				logger.Error("reloading the ACLs failed: the previous ones stay in force until a read succeeds", "err", err)
 			}
+			return err
 		})
 	}
 	logger.Info("authorizer on", "authorizer.class.name", ac.ClassName, "super.users", ac.SuperUsers, "allow.everyone.if.no.acl.found", ac.AllowEveryoneIfNoACLFound)
