@@ -18,6 +18,8 @@
 //	/admin/preferred_replica_election          persistent the partitions to give back to their preferred leader
 //	/admin/controlled_shutdown/<id>            ephemeral  broker <id> is stopping
 //	/latest_producer_id_block                  persistent {"version":1,"broker":1,"block_start":"0","block_end":"999"}
+//	/config/users/<user>                       persistent {"version":1,"config":{"SCRAM-SHA-512":"salt=..."}} (users.go)
+//	/sluice/acls                               persistent {"version":1,"acls":[{"resource_type":"TOPIC",...}]}, watched (acls.go; sluice's, not Kafka's /kafka-acl)
 //
 // The JSON is Kafka's (field names and versions), so Kafka's tools can read
 // it. A replica list is in preference order: its first broker is the

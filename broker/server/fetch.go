@@ -97,6 +97,7 @@ type fetchTarget struct {
 	diverging        *divergingEpoch // the follower's log diverged: answer this, no records
 	throttled        bool            // a throttled replica's fetch: its bytes charge the leader's throttle
 	throttleSkip     bool            // ... and the throttle is overdrawn: no records
+	denied           bool            // the authorizer refused it (authorize.go)
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -146,6 +147,7 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		sess.epoch = nextEpoch(req.SessionEpoch)
 	}
 	targets := fetchTargets(s, req, sess, incremental)
+	authorizeFetch(rc, req, targets)
 	var throttledUntil time.Time
 	if s.replicas != nil {
 		throttledUntil = replicaFetchChecks(s, req.ReplicaID, targets)
@@ -249,6 +251,8 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			preferredRead: -1, fetchOffset: w.fetchOffset, topicName: w.topicName}
 		part, pcode := rc.conn.s.leaderPartition(w.t, w.partition)
 		switch {
+		case w.denied:
+			fp.code = topicDenied
 		case pcode != 0:
 			fp.code = pcode
 		case w.code != 0:

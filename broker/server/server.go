@@ -71,6 +71,7 @@ type Server struct {
 	// default one (Serve) first; never empty.
 	listenerSpecs []*listener
 	users         metadata.UserStore // SCRAM credentials; nil if the store keeps none
+	authz         *authz             // the ACL authorizer (authorize.go); nil = off
 	// audit is the broker audit tier (audit.go; nil: audit.enable off).
 	audit     *audit.Broker
 	auditOnce sync.Once
@@ -192,8 +193,22 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: inter-broker listener %s is %s: replication between sluice brokers speaks PLAINTEXT only; set inter.broker.listener.name to a PLAINTEXT listener", ib.Name, ib.Protocol)
 		}
 	}
+	if opts.Cluster != nil {
+		if err := checkTrustedListener(cfg); err != nil {
+			_ = mgr.Close()
+			unlock()
+			return nil, err
+		}
+		markInterBroker(specs, cfg)
+	}
+	az, err := openAuthz(cfg, opts.Metadata, m.reg, opts.Logger)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{listenerSpecs: specs, users: userStore(opts.Metadata), opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
+	s := &Server{authz: az, listenerSpecs: specs, users: userStore(opts.Metadata), opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups, txn: txns,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
 		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP, audit: brokerAudit}
@@ -419,6 +434,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.authz.close()
 	s.stopCluster()
 	s.closeReplicas(ctx)
 	for _, c := range conns {
