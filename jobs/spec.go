@@ -49,6 +49,9 @@ type Spec struct {
 	// count equals the producer tier's count in _audit; see
 	// scheduler/complete.go). It does not change what a run writes.
 	CompleteWhen string `yaml:"complete_when" json:"-"`
+	// Compact is when and how the scheduler compacts small files
+	// (compact_spec.go; `sluice compact`).
+	Compact Compact `yaml:"compact" json:"-"`
 
 	// dir is the directory of the spec file: relative paths start there.
 	dir string
@@ -448,6 +451,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := s.validateScheduling(bad); err != nil {
+		return err
+	}
+	if err := s.validateCompact(bad); err != nil {
 		return err
 	}
 	return s.validateOutput(bad, oneOf)

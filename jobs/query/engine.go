@@ -163,6 +163,10 @@ type TablePlan struct {
 	// SchemaFrom is the file whose schema (only) is read when no file
 	// matches, so that the table still has its columns.
 	SchemaFrom *DataFile
+	// SchemaAlso holds one file of each writer schema that no file of
+	// Files has (the query reads their columns only), so that a pruned
+	// query's table has the merged columns of every schema.
+	SchemaAlso []DataFile
 	Pruned     bool // a dt/hr filter narrowed the files
 }
 
@@ -276,13 +280,50 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 		last := d.Files[len(d.Files)-1]
 		tp.SchemaFrom = &last
 	}
+	if tp.Pruned {
+		tp.SchemaAlso = missingSchemas(d.Files, tp.Files, tp.SchemaFrom)
+	}
 	return tp, nil
 }
 
 // Query runs query and returns its rows (the caller closes them, before
 // the engine's next call) and what it read. The rows are read a page at a
 // time (result.go): memory stays bounded whatever the result size.
+//
+// A compaction that commits while the query runs removes the files it
+// replaced: a query that fails with one of its files gone reads the
+// manifests and compaction records again and runs once more (up to
+// vanishRetries times), so it answers over the old files or the new ones.
 func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
+	for try := 0; ; try++ {
+		rows, p, err := e.query(ctx, query)
+		if err == nil || try >= vanishRetries || p == nil || !e.vanished(p) {
+			return rows, p, err
+		}
+		e.wh.datasets = map[string]*Dataset{} // read the commits again
+	}
+}
+
+// vanishRetries bounds the re-runs of a query whose files a compaction
+// replaced under it.
+const vanishRetries = 3
+
+// vanished reports whether a file of p is gone from both its final and its
+// temporary path (a compaction replaced it since the plan was made).
+func (e *Engine) vanished(p *Plan) bool {
+	for _, t := range p.Tables {
+		for _, f := range t.Files {
+			fin, err1 := vfs.Exists(e.wh.fs, f.Path)
+			tmp, err2 := vfs.Exists(e.wh.fs, f.Temp)
+			if err1 == nil && err2 == nil && !fin && !tmp {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (e *Engine) query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	if err := e.dropPrevious(ctx); err != nil {
 		return nil, nil, err
 	}
