@@ -32,6 +32,7 @@ func secureEnv(t *testing.T) *hdfs.Secure {
 
 func roundTrip(t *testing.T, h *vfshdfs.FS) {
 	t.Helper()
+	defer func(start time.Time) { t.Logf("round trip %v", time.Since(start)) }(time.Now())
 	name := fmt.Sprintf("/krb/%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), seq.Add(1))
 	if err := h.MkdirAll("/krb"); err != nil {
 		t.Fatal(err)
