@@ -130,7 +130,7 @@ func TestLoadRunToKerberizedHDFS(t *testing.T) {
 	}{
 		{"stale", fmt.Sprintf("{principal: %s, keytab: stale.keytab}", s.KDC.Principal("stale-loader")), s.ConfDir, "keytab incorrect"},
 		{"ghost", fmt.Sprintf("{principal: %s, keytab: ghost.keytab}", s.KDC.Principal("ghost-loader")), s.ConfDir, "KDC_ERR_C_PRINCIPAL_UNKNOWN"},
-		{"simple", "", empty, "the cluster requires Kerberos"},
+		{"simple", "", empty, "cluster requires Kerberos"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := spec(c.name, c.kerberos)

@@ -624,6 +624,12 @@ func (s *Spec) validateOutput(bad badFunc, oneOf oneOfFunc) error {
 				return bad("output.kerberos.principal", "%q is not name[/instance][@REALM]", p)
 			}
 		}
+		kt := s.HDFSOptions().Kerberos.Keytab
+		f, err := os.Open(kt)
+		if err != nil {
+			return bad("output.kerberos.keytab", "%v", err)
+		}
+		f.Close()
 	}
 	if o.MaxFileRecords < 0 {
 		return bad("output.max_file_records", "%d: must be positive (0: one file per directory per task)", o.MaxFileRecords)

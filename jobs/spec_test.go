@@ -306,6 +306,7 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		c("uri: file:///var/warehouse/pageviews", "uri: hdfs://nn:8020/w\n  kerberos: {principal: loader@, keytab: k}", `output.kerberos.principal: "loader@" is not name[/instance][@REALM]`),
 		c("uri: file:///var/warehouse/pageviews", "uri: hdfs://nn:8020/w\n  kerberos: {principal: [a], keytab: k}", `output.kerberos.principal: want a single value`),
 		c("uri: file:///var/warehouse/pageviews", "uri: hdfs://nn:8020/w\n  kerberos: {keytab: k, password: x}", `output.kerberos`),
+		c("uri: file:///var/warehouse/pageviews", "uri: hdfs://nn:8020/w\n  kerberos: {keytab: missing.keytab}", `output.kerberos.keytab: open `),
 		c(`schedule: "@hourly"`, `schedule: "0 0 30 2 *"`, `schedule: "0 0 30 2 *" never fires (February 30 does not exist)`),
 		c(`schedule: "@hourly"`, `schedule: "@every 0s"`, `schedule: "@every 0s" never fires`),
 		c(`schedule: "@hourly"`, "schedule: [a]", `schedule: want a single value`),

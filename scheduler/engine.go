@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/inputformat"
 	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 )
 
@@ -41,6 +42,10 @@ type Job struct {
 	// Output is the output URI (file:///... or hdfs://...): the run history
 	// and completeness markers live under it.
 	Output string
+	// OpenOutput opens Output with the job's own options (a loader job's
+	// output.kerberos); nil: filesystem.Open(Output). Options.OpenFS,
+	// when given, takes precedence.
+	OpenOutput func() (vfs.FS, error)
 	// Partition describes the output's time directories, for completeness.
 	Partition TimePartition
 	// AllowedLateness is how long after an hour's end records of that hour

@@ -9,8 +9,10 @@ import (
 
 	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/jobs"
 	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
 )
 
 // LoaderEngine is the Engine of sluice's loader (package jobs): the job
@@ -187,7 +189,8 @@ func (e *LoaderEngine) ParseJob(path string, data []byte) (Job, error) {
 		return Job{}, err
 	}
 	job := Job{Name: spec.Name, Path: path, Spec: data, Schedule: spec.Schedule, Output: spec.OutputURI(),
-		AllowedLateness: spec.Lateness(), CompleteWhen: spec.CompleteRule(), Engine: spec}
+		AllowedLateness: spec.Lateness(), CompleteWhen: spec.CompleteRule(), Engine: spec,
+		OpenOutput: func() (vfs.FS, error) { return filesystem.OpenWith(spec.OutputURI(), spec.HDFSOptions()) }}
 	job.Retry.MaxAttempts = spec.Retry.MaxAttempts
 	job.Retry.Backoff, job.Retry.MaxBackoff = spec.Retry.Durations()
 	job.Partition.By = spec.Partition.By

@@ -19,7 +19,7 @@ import (
 // with retries, mark complete directories, record the history.
 func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted *InFlightRun) {
 	log := s.log.With("job", job.Name, "run", rec.ID)
-	fs, err := s.output(job.Output)
+	fs, err := s.output(job)
 	if err != nil {
 		log.Error("cannot open the job's output; run not started", "output", job.Output, "err", err)
 		s.opts.Metrics.runEnded(job.Name, StateFailed, 0, false)

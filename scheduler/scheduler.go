@@ -72,7 +72,8 @@ type Options struct {
 	// at the scan (jobs.ParseSchedule), and the loop never ticks a job
 	// sooner than this after its previous tick, whatever its schedule says.
 	MinInterval time.Duration
-	// OpenFS opens a job's output (default filesystem.Open).
+	// OpenFS opens a job's output (default: the job's Job.OpenOutput, else
+	// filesystem.Open).
 	OpenFS func(uri string) (vfs.FS, error)
 	Logger *slog.Logger
 	// Metrics receives the scheduler's metrics (optional).
@@ -88,10 +89,12 @@ type Options struct {
 // Scheduler runs jobs on their schedules. Run owns its state machine; the
 // mutex guards what run goroutines and Status share with it.
 type Scheduler struct {
-	opts  Options
-	log   *slog.Logger
-	clock clock.Clock
-	wake  chan struct{}
+	opts Options
+	// ownOpenFS: Options.OpenFS was given, and wins over Job.OpenOutput.
+	ownOpenFS bool
+	log       *slog.Logger
+	clock     clock.Clock
+	wake      chan struct{}
 
 	mu      sync.Mutex
 	jobs    map[string]*jobState // by job name
@@ -140,6 +143,7 @@ func New(opts Options) (*Scheduler, error) {
 		opts.MinInterval = jobs.DefaultMinScheduleInterval
 	}
 	opts.MinInterval = max(opts.MinInterval, jobs.MinScheduleResolution)
+	ownOpen := opts.OpenFS != nil
 	if opts.OpenFS == nil {
 		opts.OpenFS = filesystem.Open
 	}
@@ -156,7 +160,7 @@ func New(opts Options) (*Scheduler, error) {
 		host, _ := os.Hostname()
 		opts.Name = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	return &Scheduler{opts: opts, log: opts.Logger, clock: opts.Clock, wake: make(chan struct{}, 1),
+	return &Scheduler{opts: opts, ownOpenFS: ownOpen, log: opts.Logger, clock: opts.Clock, wake: make(chan struct{}, 1),
 		jobs: map[string]*jobState{}, files: map[string]string{}, running: map[string]string{},
 		skipped: map[string]int{}, refused: map[string]string{}, outputs: map[string]vfs.FS{}}, nil
 }
@@ -365,13 +369,18 @@ func (s *Scheduler) adopt(ctx context.Context, r InFlightRun) {
 	s.startLocked(ctx, job, r.Record.Scheduled, &r)
 }
 
-func (s *Scheduler) output(uri string) (vfs.FS, error) {
+func (s *Scheduler) output(job Job) (vfs.FS, error) {
+	uri := job.Output
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if fs := s.outputs[uri]; fs != nil {
 		return fs, nil
 	}
-	fs, err := s.opts.OpenFS(uri)
+	open := func() (vfs.FS, error) { return s.opts.OpenFS(uri) }
+	if !s.ownOpenFS && job.OpenOutput != nil {
+		open = job.OpenOutput
+	}
+	fs, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +532,7 @@ func (s *Scheduler) parse(path string, data []byte) (Job, cron.Schedule, error) 
 // downtime), else the schedule's next. Runs left "running" by a dead
 // scheduler and not adopted are marked abandoned.
 func (s *Scheduler) firstTick(job Job, sched cron.Schedule, now time.Time, keep map[string]bool) time.Time {
-	fs, err := s.output(job.Output)
+	fs, err := s.output(job)
 	if err != nil {
 		s.log.Error("cannot open the job's output", "job", job.Name, "output", job.Output, "err", err)
 		return s.tickAfter(job.Name, sched, time.Time{}, now)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/vfs"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/writers/filesystem"
 )
@@ -52,7 +53,11 @@ func jobRuns(specPath string) ([]scheduler.RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := filesystem.Open(job.Output)
+	open := job.OpenOutput
+	if open == nil {
+		open = func() (vfs.FS, error) { return filesystem.Open(job.Output) }
+	}
+	fs, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("runs: output of %s: %w", job.Name, err)
 	}

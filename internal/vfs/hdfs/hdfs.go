@@ -147,10 +147,14 @@ func New(addr string, opts Options) (*FS, error) {
 	// The first call shows whether the NameNode took the connection: a
 	// secure NameNode answers a simple-auth client with a connection error
 	// the client sees only at its first call.
-	if _, _, err := h.defaults(); err != nil {
+	// Not retried: a refused connection is closed by the NameNode, which
+	// the client may read as a lost connection.
+	d, err := c.ServerDefaults()
+	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("hdfs: connecting to %s: %w", h.addr, explain(err, o))
+		return nil, fmt.Errorf("hdfs: connecting to %s: server defaults: %w", h.addr, explain(err, o))
 	}
+	h.replication, h.blockSize = d.Replication, d.BlockSize
 	return h, nil
 }
 
@@ -162,6 +166,9 @@ func explain(err error, o hdfs.ClientOptions) error {
 		// The client reads a connection-level error (callId -1, "SIMPLE
 		// authentication is not enabled") as an unexpected sequence number.
 		return fmt.Errorf("%w: the NameNode refused this simple-auth (no Kerberos) connection: the cluster requires Kerberos: set hadoop.security.authentication=kerberos in HADOOP_CONF_DIR's core-site.xml, or output.kerberos", err)
+	case o.KerberosClient == nil && connectionLost(err):
+		// Or it reads the NameNode closing the connection after that error.
+		return fmt.Errorf("%w: the NameNode closed this simple-auth (no Kerberos) connection at its first call: if the cluster requires Kerberos, set hadoop.security.authentication=kerberos in HADOOP_CONF_DIR's core-site.xml, or output.kerberos", err)
 	case o.KerberosClient != nil && strings.Contains(msg, "kerberos authentication not supported"):
 		return fmt.Errorf("%w (the NameNode does not take Kerberos: is hadoop.security.authentication=kerberos on the cluster?)", err)
 	}
