@@ -4,16 +4,50 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 )
+
+// dialGate serializes a client's operations that may dial a DataNode.
+// colinmarc/hdfs (v2.4.0) keeps the data encryption key of a protected data
+// transfer in the Client without a lock: wrapDatanodeDial reads it and,
+// while it is nil, asks the NameNode and stores the answer. With
+// dfs.data.transfer.protection set and no data encryption the NameNode's
+// answer is nil, so every dial writes it again: concurrent dials race (the
+// race detector caught it in a Kerberized load with several workers). Then
+// (always) every operation that may dial runs alone. Without protection the
+// key is needed only with dfs.encrypt.data.transfer, is never nil once
+// fetched, and only the dials until one succeeded run alone (done's store
+// and load order that first write before every later read).
+type dialGate struct {
+	always bool
+	mu     sync.Mutex
+	done   atomic.Bool
+}
+
+// do runs op, alone when it could race another dial.
+func (g *dialGate) do(op func() error) error {
+	if !g.always && g.done.Load() {
+		return op()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := op()
+	if err == nil {
+		g.done.Store(true)
+	}
+	return err
+}
 
 // writer is a file being written: append-only.
 type writer struct {
 	w       *hdfs.FileWriter
 	name    string
 	opts    *Options
+	gate    *dialGate
+	block   int64 // the file's block size: a Write that starts a block dials
 	written int64
 }
 
@@ -26,7 +60,13 @@ func (f *writer) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, err := f.w.Write(b)
+	var n int
+	var err error
+	if f.block <= 0 || f.written%f.block == 0 || f.written/f.block != (f.written+int64(len(b)))/f.block {
+		err = f.gate.do(func() (err error) { n, err = f.w.Write(b); return err })
+	} else {
+		n, err = f.w.Write(b)
+	}
 	f.written += int64(n)
 	return n, err
 }
@@ -75,12 +115,14 @@ type reader struct {
 	mu   sync.Mutex // guards r's position
 	r    *hdfs.FileReader
 	name string
+	gate *dialGate
 }
 
-func (f *reader) Read(b []byte) (int, error) {
+func (f *reader) Read(b []byte) (n int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.r.Read(b)
+	err = f.gate.do(func() (err error) { n, err = f.r.Read(b); return err })
+	return n, err
 }
 
 func (f *reader) ReadAt(b []byte, off int64) (int, error) {
@@ -90,7 +132,8 @@ func (f *reader) ReadAt(b []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := f.r.ReadAt(b, off)
+	var n int
+	err = f.gate.do(func() (err error) { n, err = f.r.ReadAt(b, off); return err })
 	if _, serr := f.r.Seek(pos, io.SeekStart); serr != nil && err == nil {
 		err = serr
 	}

@@ -66,6 +66,8 @@ type FS struct {
 	opts   Options
 	krb    *krb.Client // nil on a cluster without Kerberos
 
+	gate dialGate // the first DataNode dial alone (file.go)
+
 	mu          sync.Mutex // guards the two fields below
 	replication int
 	blockSize   int64
@@ -144,6 +146,7 @@ func New(addr string, opts Options) (*FS, error) {
 		opts.CloseTimeout = 60 * time.Second
 	}
 	h := &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts, krb: o.KerberosClient}
+	h.gate.always = o.DataTransferProtection != ""
 	// The first call shows whether the NameNode took the connection: a
 	// secure NameNode answers a simple-auth client with a connection error
 	// the client sees only at its first call.
@@ -235,7 +238,7 @@ func (h *FS) CreateExclusive(name string) (vfs.File, error) {
 	if err != nil {
 		return nil, h.createErr(name, err)
 	}
-	return &writer{w: w, name: name, opts: &h.opts}, nil
+	return &writer{w: w, name: name, opts: &h.opts, gate: &h.gate, block: bs}, nil
 }
 
 // createErr classifies a failed create: any failure on an existing path is
@@ -271,7 +274,7 @@ func (h *FS) Open(name string) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &reader{r: r, name: name}, nil
+	return &reader{r: r, name: name, gate: &h.gate}, nil
 }
 
 // OpenReadWrite implements vfs.FS: unsupported (HDFS files are append-only).
