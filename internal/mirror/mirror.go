@@ -306,11 +306,9 @@ func (m *Mirror) assign(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := m.cfg.Tasks
-	if n == 0 {
-		if n, err = m.autoTasks(ctx); err != nil {
-			return 0, err
-		}
+	n, err := m.prepareTopics(ctx, kadm.NewClient(ctl))
+	if err != nil {
+		return 0, err
 	}
 	for k := 0; k < st.Tasks; k++ {
 		if err := m.fence(ctx, TaskTransactionalID(m.cfg.Name, k)); err != nil {
@@ -335,23 +333,38 @@ func (m *Mirror) assign(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// autoTasks is Config.Tasks 0: the selected source partitions, at most
+// prepareTopics creates (or grows) the target topics of the selected
+// source topics once, before the tasks start: tasks racing to create the
+// same topic made all but one wait seconds for it. It returns the task
+// count: Config.Tasks, or for 0 the selected source partitions, at most
 // GOMAXPROCS*2, at least 1.
-func (m *Mirror) autoTasks(ctx context.Context) (int, error) {
+func (m *Mirror) prepareTopics(ctx context.Context, dst *kadm.Client) (int, error) {
 	cl, err := kgo.NewClient(with(m.from, nil, m.cfg.ClientOpts)...)
 	if err != nil {
 		return 0, fmt.Errorf("%w: source client: %v", ErrBadInput, err)
 	}
 	defer cl.Close()
-	topics, err := listSelected(ctx, kadm.NewClient(cl), m.cfg.Selection)
+	src := kadm.NewClient(cl)
+	topics, err := listSelected(ctx, src, m.cfg.Selection)
 	if err != nil {
 		return 0, err
 	}
 	parts := 0
 	for _, t := range topics {
-		if t.name != m.ckptTopic {
-			parts += int(t.partitions)
+		if t.name == m.ckptTopic {
+			continue
 		}
+		parts += int(t.partitions)
+		created, err := ensureTargetTopic(ctx, src, dst, t)
+		if err != nil {
+			return 0, err
+		}
+		if created {
+			m.log.Info("created target topic", "topic", t.name, "partitions", t.partitions)
+		}
+	}
+	if m.cfg.Tasks > 0 {
+		return m.cfg.Tasks, nil
 	}
 	return max(1, min(parts, runtime.GOMAXPROCS(0)*2, maxTasks)), nil
 }

@@ -49,7 +49,7 @@ start_broker() { # name -> prints address
 	mkdir -p "$dir"
 	"$BIN" broker --data-dir "$dir" --listen "127.0.0.1:$port" >"$dir.log" 2>&1 &
 	PIDS+=($!)
-	for _ in $(seq 100); do grep -q listening "$dir.log" && break; sleep 0.1; done
+	for _ in $(seq 100); do grep -qs listening "$dir.log" && break; sleep 0.1; done
 	grep -q listening "$dir.log" || die "broker $1 did not start: $(tail -3 "$dir.log")"
 	echo "127.0.0.1:$port"
 }
