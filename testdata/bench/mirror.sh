@@ -79,11 +79,13 @@ read -r C_WALL C_USR C_SYS <"$WORK/consume.time"
 # baseline binary), each into a fresh target broker.
 TASKS=${TASKS:-1 0}
 : >"$WORK/rows"
+RUN=0
 mirror_run() { # label bin [args...]
 	local label=$1 bin=$2
 	shift 2
 	local tgt
-	tgt=$(start_broker "target-$(echo "$label" | tr -c 'a-zA-Z0-9' _)")
+	RUN=$((RUN + 1))
+	tgt=$(start_broker "target-$RUN")
 	/usr/bin/time -f "%e %U %S" -o "$WORK/mirror.time" "$bin" mirror "$@" --from "$A" --to "$tgt" --topics bench \
 		--name bench --exit-when-caught-up --progress-interval 1h --log-level warn >"$WORK/mirror.txt" 2>&1 ||
 		die "mirror ($label): $(tail -3 "$WORK/mirror.txt")"
