@@ -120,6 +120,7 @@ offset) go to the compacted topic NAME.checkpoints on the target every --checkpo
 	f.StringVar(&cfg.Start, "start", "earliest", "where a partition without a committed position starts: earliest or latest")
 	f.StringVar(&cfg.OnOutOfRange, "on-out-of-range", "fail", "when the source deleted offsets not yet copied: fail, or skip them (logged and counted)")
 	f.DurationVar(&cfg.CommitInterval, "commit-interval", 200*time.Millisecond, "how long one transaction collects records")
+	f.IntVar(&cfg.Tasks, "tasks", 0, "parallel transactional sessions, each copying its share of the partitions under transactional id sluice-mirror.NAME#K (0: the selected partitions, at most 2 per CPU); a changed count fences the last run's ids")
 	f.IntVar(&cfg.MaxTxnRecords, "max-txn-records", 50_000, "most records in one transaction")
 	f.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 5*time.Second, "how often offset-translation checkpoints are written")
 	f.DurationVar(&cfg.RefreshInterval, "refresh-interval", 10*time.Second, "how often the source is listed for new topics and partitions")

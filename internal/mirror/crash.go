@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice/internal/mutate"
 )
@@ -32,8 +33,10 @@ const (
 
 // crashPoint counts the transactions that reached its stage.
 type crashPoint struct {
-	stage   string
-	n, seen int
+	stage string
+	n     int
+	mu    sync.Mutex // the tasks' loops share it
+	seen  int
 }
 
 func crashFromEnv(log *slog.Logger) *crashPoint {
@@ -54,13 +57,17 @@ func crashFromEnv(log *slog.Logger) *crashPoint {
 	return &crashPoint{stage: stage, n: n}
 }
 
-// at kills the process the nth time a transaction reaches stage. Only the
-// copy loop's goroutine calls it.
+// at kills the process the nth time a transaction (of any task) reaches
+// stage.
 func (c *crashPoint) at(stage string) {
 	if c == nil || c.stage != stage {
 		return
 	}
-	if c.seen++; c.seen < c.n {
+	c.mu.Lock()
+	c.seen++
+	hit := c.seen == c.n
+	c.mu.Unlock()
+	if !hit {
 		return
 	}
 	if p, err := os.FindProcess(os.Getpid()); err == nil {

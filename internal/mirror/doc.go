@@ -5,9 +5,9 @@
 //
 //	source cluster                         target cluster
 //	┌──────────────┐  Fetch read_committed  ┌────────────────────────────────────────┐
-//	│ topic/p ──────┼──────► copy loop ──────┼─► topic/p (same name and partition)    │
-//	└──────────────┘   (one goroutine)      │   NAME.checkpoints (compacted, 1 part.) │
-//	                        │  one transaction (transactional.id sluice-mirror.NAME):  │
+//	│ topic/p ──────┼──────► copy loops ─────┼─► topic/p (same name and partition)    │
+//	└──────────────┘  (one per --tasks)     │   NAME.checkpoints (compacted, 1 part.) │
+//	                        │  per task, one transaction (id sluice-mirror.NAME#K):    │
 //	                        └─► records + position records [+ checkpoint records]     │
 //	                                         └────────────────────────────────────────┘
 //
@@ -28,9 +28,41 @@
 // '/', so keys are unambiguous; a record of another version or kind is
 // refused (ErrBadState): the mirror never writes a topic it cannot read.
 //
-// Start of a session (and of every restart after an error):
+// # Tasks
 //
-//  1. InitProducerId with the transactional id: this fences an older
+// --tasks N (Config.Tasks; default the number of selected source
+// partitions, at most GOMAXPROCS*2) runs N sessions side by side, like
+// MirrorMaker 2's tasks.max: task K copies the partitions p of topic T
+// with (FNV-1a(T) + p) mod N = K, with its own consumer, transactional
+// producer (id sluice-mirror.NAME#K; '#' cannot appear in a name) and
+// transaction loop. One transactional producer keeps one produce request
+// in flight per broker; N of them keep N, which is where the speed comes
+// from. Positions stay per partition in NAME.checkpoints, so any task can
+// resume any partition, and a changed N moves partitions between ids.
+// Exactly-once across such a change rests on the take-over at the start
+// of every run, before any task begins:
+//
+//  1. InitProducerId with the control id sluice-mirror.NAME (a mirror of
+//     before tasks used it for its copies: it is fenced here).
+//  2. Read NAME.checkpoints up to its current last stable offset: its
+//     record "tasks/-/0" ({"v":1,"n":N}) holds the last run's N. That
+//     record was committed before the last run's tasks began, so none of
+//     their open transactions precedes it.
+//  3. InitProducerId with every id sluice-mirror.NAME#0..N-1 of the last
+//     run: each is fenced and its open transaction aborted, so no instance
+//     of the last run writes again and no partition has two writers.
+//  4. Commit the new N (when it changed) in a control transaction.
+//
+// A run killed anywhere in 1-4 is taken over the same way by the next (the
+// fenced ids stay fenced). Every task then starts its session as below; it
+// reads NAME.checkpoints (and _audit) only once the transactions open at
+// that moment, the other tasks', have ended, so it sees every position its
+// partitions' last owner committed. A run with a changed N is safe, not
+// refused (TestMirrorTasksChange).
+//
+// Start of a session (and of every restart of a task after an error):
+//
+//  1. InitProducerId with the task's transactional id: this fences an older
 //     instance of the same name (its next request fails with
 //     PRODUCER_FENCED; it exits with ErrFenced) and aborts its open
 //     transaction before the call returns.
@@ -104,17 +136,23 @@
 //
 // # Concurrency
 //
-// One goroutine owns a session's state (copySession); franz-go's produce
+// One goroutine owns a session's state (copySession), one per task; the
+// tasks share only the progress counter and metrics (atomic) and the
+// test-only crash point (a mutex). franz-go's produce
 // promises write only the open transaction's txn fields, under txn.mu, and
 // Flush orders them before commit reads them. The mirror tier's counter
-// (Config.Audit, an audit.Mirror) is used by the copy loop's goroutine only.
+// (Config.Audit, an audit.Mirror, one per task) is used by its task's copy
+// loop's goroutine only.
 //
 // # The audit's mirror tier
 //
 // With Config.Audit (`sluice mirror --audit`) each transaction also holds,
 // for every (topic, window of record time) it copied into, the mirror's new
 // cumulative count as an _audit record on the target (tier "mirror",
-// origin "NAME/SOURCE-CLUSTER-ID"). A session starts its counts from the
+// origin "NAME/SOURCE-CLUSTER-ID" for task 0, "NAME#K/SOURCE-CLUSTER-ID"
+// for task K: the balance sums a tier's origins, and each origin's counts
+// are cumulative over whatever partitions its task copied, so a changed
+// --tasks still sums to each record once). A session starts its counts from the
 // target's committed _audit (read_committed, after InitProducerId aborted
 // the last instance's open transaction), so the counts and the copies
 // commit or abort together: a kill -9 at any moment neither loses nor

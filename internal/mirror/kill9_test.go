@@ -94,7 +94,7 @@ func TestMirrorKill9(t *testing.T) {
 	}()
 	defer func() { stop(); producer.Wait() }()
 
-	args := []string{"--from", a.Addr, "--to", b.Addr, "--topics", "stream", "--name", "k9",
+	args := []string{"--from", a.Addr, "--to", b.Addr, "--topics", "stream", "--name", "k9", "--tasks", "3",
 		"--commit-interval", "30ms", "--checkpoint-interval", "200ms"}
 	position := func() int64 {
 		st, err := mirror.ReadState(context.Background(), []kgo.Opt{kgo.SeedBrokers(b.Addr)}, mirror.CheckpointTopic("k9"))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -78,12 +80,28 @@ type Config struct {
 	// _audit, in the transaction of the copies.
 	Audit       bool
 	AuditWindow time.Duration
+	// Tasks is how many transactional sessions copy in parallel, each
+	// with its own share of the source partitions, producer, consumer and
+	// transactional id (TaskTransactionalID). 0: the number of selected
+	// source partitions at the start, at most GOMAXPROCS*2.
+	Tasks int
 	// ClientOpts are added to every franz-go client (tests: logging, timeouts).
 	ClientOpts []kgo.Opt
 }
 
-// TransactionalID is the transactional id of the mirror name on the target.
+// maxTasks bounds Config.Tasks.
+const maxTasks = 256
+
+// TransactionalID is the mirror name's control transactional id on the
+// target: the start of a run fences it, reads the task count of the last
+// run and fences that run's task ids before any task begins (doc.go).
 func TransactionalID(name string) string { return "sluice-mirror." + name }
+
+// TaskTransactionalID is the transactional id of task k of the mirror
+// name. '#' cannot appear in a name, so no other mirror's ids collide.
+func TaskTransactionalID(name string, k int) string {
+	return "sluice-mirror." + name + "#" + strconv.Itoa(k)
+}
 
 // Mirror copies the selected topics from one cluster to another.
 type Mirror struct {
@@ -144,6 +162,9 @@ func New(cfg Config) (*Mirror, error) {
 	if cfg.RefreshInterval <= 0 {
 		cfg.RefreshInterval = 10 * time.Second
 	}
+	if cfg.Tasks < 0 || cfg.Tasks > maxTasks {
+		return nil, fmt.Errorf("%w: --tasks %d: use 0 (automatic) to %d", ErrBadInput, cfg.Tasks, maxTasks)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -192,26 +213,62 @@ func permanent(err error) bool {
 var errCaughtUp = errors.New("mirror: caught up")
 
 // Run mirrors until ctx ends (nil), an error no restart can cure, or, with
-// ExitWhenCaughtUp, the mirror has caught up. Any other failure (a broker
-// gone, a transaction that did not commit) ends the session: its open
-// transaction is aborted by the next session's fencing, and the next
-// session resumes from the committed position.
+// ExitWhenCaughtUp, the mirror has caught up. It first takes over the
+// mirror name (assign: the control id fenced, the last run's task ids
+// fenced, the task count recorded), then runs the tasks; each task
+// restarts its own session after a failure (a broker gone, a transaction
+// that did not commit): its open transaction is aborted by the next
+// session's fencing, which resumes from the committed position. A task's
+// permanent error stops every task and is returned.
 func (m *Mirror) Run(ctx context.Context) error {
 	var prog *kafka.Progress
 	if m.cfg.Progress != nil {
 		prog = kafka.StartProgress(m.cfg.Progress, "mirrored", m.cfg.ProgressInterval)
 		defer prog.Stop()
 	}
+	var n int
+	err := m.retry(ctx, "taking over the mirror name failed", func() error {
+		var err error
+		n, err = m.assign(ctx)
+		return err
+	})
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			errs[k] = m.retry(tctx, "mirror session failed; resuming from the committed position", func() error {
+				return m.session(tctx, prog, k, n)
+			})
+			if errs[k] != nil {
+				cancel() // a permanent error: the other tasks stop too
+			}
+		}(k)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// retry runs f until ctx ends (nil), it ends the mirror (nil, or an
+// errCaughtUp: nil) or fails permanently (the error), with a backoff of
+// 0.5 s doubling to 10 s between failures.
+func (m *Mirror) retry(ctx context.Context, what string, f func() error) error {
 	backoff := 500 * time.Millisecond
 	for {
-		err := m.session(ctx, prog)
+		err := f()
 		if ctx.Err() != nil || errors.Is(err, errCaughtUp) {
 			return nil
 		}
 		if err == nil || permanent(err) {
 			return err
 		}
-		m.log.Warn("mirror session failed; resuming from the committed position", "err", err, "retry_in", backoff)
+		m.log.Warn(what, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -223,11 +280,122 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 }
 
+// assign takes the mirror name over before any task starts, so that a
+// changed task count keeps exactly-once (doc.go, "Tasks"): InitProducerId
+// with the control id fences the last run's start (and a mirror of before
+// tasks, whose only id it was); the committed state up to the last stable
+// offset holds the last run's task count (its record was committed before
+// its tasks began, so no open transaction precedes it); every id of that
+// run is fenced, which aborts its open transactions; then the new count
+// is committed. It returns the task count.
+func (m *Mirror) assign(ctx context.Context) (int, error) {
+	ctl, err := kgo.NewClient(with(m.to, []kgo.Opt{
+		kgo.TransactionalID(TransactionalID(m.cfg.Name)), kgo.TransactionTimeout(60 * time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, m.cfg.ClientOpts)...)
+	if err != nil {
+		return 0, fmt.Errorf("%w: target client: %v", ErrBadInput, err)
+	}
+	defer ctl.Close()
+	if _, _, err := ctl.ProducerID(ctx); err != nil {
+		return 0, fenced(fmt.Errorf("mirror: init the control producer %s on the target: %w", TransactionalID(m.cfg.Name), err))
+	}
+	if err := ensureCheckpointTopic(ctx, kadm.NewClient(ctl), m.ckptTopic); err != nil {
+		return 0, err
+	}
+	st, err := readState(ctx, with(m.to, nil, m.cfg.ClientOpts), m.ckptTopic, readStable)
+	if err != nil {
+		return 0, err
+	}
+	n, err := m.prepareTopics(ctx, kadm.NewClient(ctl))
+	if err != nil {
+		return 0, err
+	}
+	for k := 0; k < st.Tasks; k++ {
+		if err := m.fence(ctx, TaskTransactionalID(m.cfg.Name, k)); err != nil {
+			return 0, err
+		}
+	}
+	if st.Tasks != n {
+		if err := ctl.BeginTransaction(); err != nil {
+			return 0, fenced(fmt.Errorf("mirror: begin the control transaction: %w", err))
+		}
+		if err := ctl.ProduceSync(ctx, tasksRecord(m.ckptTopic, n)).FirstErr(); err != nil {
+			_ = ctl.EndTransaction(ctx, kgo.TryAbort)
+			return 0, fenced(fmt.Errorf("mirror: write the task count to %s: %w", m.ckptTopic, err))
+		}
+		if err := ctl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return 0, fenced(fmt.Errorf("mirror: commit the task count: %w", err))
+		}
+		if st.Tasks > 0 {
+			m.log.Info("the task count changed: the last run's transactional ids are fenced", "tasks", n, "was", st.Tasks)
+		}
+	}
+	return n, nil
+}
+
+// prepareTopics creates (or grows) the target topics of the selected
+// source topics once, before the tasks start: tasks racing to create the
+// same topic made all but one wait seconds for it. It returns the task
+// count: Config.Tasks, or for 0 the selected source partitions, at most
+// GOMAXPROCS*2, at least 1.
+func (m *Mirror) prepareTopics(ctx context.Context, dst *kadm.Client) (int, error) {
+	cl, err := kgo.NewClient(with(m.from, nil, m.cfg.ClientOpts)...)
+	if err != nil {
+		return 0, fmt.Errorf("%w: source client: %v", ErrBadInput, err)
+	}
+	defer cl.Close()
+	src := kadm.NewClient(cl)
+	topics, err := listSelected(ctx, src, m.cfg.Selection)
+	if err != nil {
+		return 0, err
+	}
+	parts := 0
+	for _, t := range topics {
+		if t.name == m.ckptTopic {
+			continue
+		}
+		parts += int(t.partitions)
+		created, err := ensureTargetTopic(ctx, src, dst, t)
+		if err != nil {
+			return 0, err
+		}
+		if created {
+			m.log.Info("created target topic", "topic", t.name, "partitions", t.partitions)
+		}
+	}
+	if m.cfg.Tasks > 0 {
+		return m.cfg.Tasks, nil
+	}
+	return max(1, min(parts, runtime.GOMAXPROCS(0)*2, maxTasks)), nil
+}
+
+// fence bumps the epoch of transactional id id (InitProducerId): its
+// holder's next request fails and its open transaction is aborted.
+func (m *Mirror) fence(ctx context.Context, id string) error {
+	cl, err := kgo.NewClient(with(m.to, []kgo.Opt{kgo.TransactionalID(id), kgo.TransactionTimeout(60 * time.Second)}, m.cfg.ClientOpts)...)
+	if err != nil {
+		return fmt.Errorf("%w: target client: %v", ErrBadInput, err)
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("mirror: fence the last run's transactional id %s: %w", id, err)
+	}
+	return nil
+}
+
+// owner is the task (of n) that copies partition tp: stable for a given n.
+func owner(tp Partition, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(tp.Topic))
+	return int((uint64(h.Sum32()) + uint64(tp.Partition)) % uint64(n))
+}
+
 // session is one fenced producer and one consumer, from the committed
 // position until an error.
-func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
+func (m *Mirror) session(ctx context.Context, prog *kafka.Progress, task, tasks int) error {
+	txnID := TaskTransactionalID(m.cfg.Name, task)
 	prod, err := kgo.NewClient(with(m.to, []kgo.Opt{
-		kgo.TransactionalID(TransactionalID(m.cfg.Name)), kgo.TransactionTimeout(60 * time.Second),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(60 * time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(m.codec),
 		kgo.ProducerLinger(0), kgo.MaxBufferedRecords(2 * m.cfg.MaxTxnRecords),
 		kgo.ProducerBatchMaxBytes(1 << 20)}, m.cfg.ClientOpts)...)
@@ -244,7 +412,10 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	if err := ensureCheckpointTopic(ctx, dst, m.ckptTopic); err != nil {
 		return err
 	}
-	st, err := ReadState(ctx, with(m.to, nil, m.cfg.ClientOpts), m.ckptTopic)
+	// The other tasks commit to the same checkpoint topic: wait until
+	// their transactions open now have ended, so that the read includes
+	// every position this task's id committed.
+	st, err := readState(ctx, with(m.to, nil, m.cfg.ClientOpts), m.ckptTopic, readAll)
 	if err != nil {
 		return err
 	}
@@ -253,7 +424,7 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 		return fmt.Errorf("%w: source client: %v", ErrBadInput, err)
 	}
 	defer srcCl.Close()
-	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
+	s := &copySession{m: m, task: task, tasks: tasks, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
 		partitions: map[string]int32{}, ids: map[string]string{}, next: map[Partition]int64{}, target: map[Partition]int64{},
 		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
 	if m.cfg.Audit {
@@ -274,8 +445,8 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	}
 	defer cons.Close()
 	s.cons = cons
-	m.log.Info("mirror session started", "topics", len(s.partitions), "partitions", len(s.next),
-		"checkpoint_topic", m.ckptTopic, "transactional_id", TransactionalID(m.cfg.Name))
+	m.log.Info("mirror session started", "task", task, "tasks", tasks, "topics", len(s.partitions), "partitions", len(s.next),
+		"checkpoint_topic", m.ckptTopic, "transactional_id", txnID)
 	return s.loop(ctx)
 }
 
@@ -290,13 +461,14 @@ func fenced(err error) error {
 
 // copySession is the state of one session; only its loop's goroutine uses it.
 type copySession struct {
-	m    *Mirror
-	prod *kgo.Client
-	cons *kgo.Client
-	src  *kadm.Client
-	dst  *kadm.Client
-	st   *State
-	prog *kafka.Progress
+	m           *Mirror
+	task, tasks int // this session's task and the run's task count
+	prod        *kgo.Client
+	cons        *kgo.Client
+	src         *kadm.Client
+	dst         *kadm.Client
+	st          *State
+	prog        *kafka.Progress
 
 	partitions map[string]int32      // mirrored topics and their partition counts
 	ids        map[string]string     // mirrored topics' source topic IDs ("": none)
@@ -325,7 +497,11 @@ func (s *copySession) startAudit(ctx context.Context) error {
 	if cluster == "" {
 		cluster = s.m.cfg.From
 	}
-	tier, err := audit.NewMirror(audit.MirrorOrigin(s.m.cfg.Name, cluster), s.m.cfg.AuditWindow)
+	name := s.m.cfg.Name // task 0 keeps the origin of a mirror of before tasks
+	if s.task > 0 {
+		name += "#" + strconv.Itoa(s.task)
+	}
+	tier, err := audit.NewMirror(audit.MirrorOrigin(name, cluster), s.m.cfg.AuditWindow)
 	if err != nil {
 		return fmt.Errorf("%w: --audit-window: %v", ErrBadInput, err)
 	}
@@ -338,6 +514,11 @@ func (s *copySession) startAudit(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("mirror: the target's %s: %w", audit.Topic, err)
+	}
+	// The other tasks write _audit too: wait for the transactions open
+	// now to end, so that the read holds every count this task committed.
+	if err := waitStable(ctx, s.dst, audit.Topic, readAll); err != nil {
+		return err
 	}
 	counts, err := audit.ReadCounts(ctx, with(s.m.to, nil, s.m.cfg.ClientOpts))
 	if err != nil {
@@ -408,6 +589,9 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	for _, topic := range fresh {
 		for p := int32(0); p < s.partitions[topic]; p++ {
 			tp := Partition{topic, p}
+			if owner(tp, s.tasks) != s.task {
+				continue
+			}
 			if _, consuming := s.next[tp]; consuming {
 				continue
 			}

@@ -106,6 +106,9 @@ func (c *Checkpoints) Translate(offset int64, pos *Position) (target, reread int
 type State struct {
 	Positions   map[Partition]*Position
 	Checkpoints map[Partition]*Checkpoints
+	// Tasks is the task count of the last run that took the name over (0:
+	// none recorded, a mirror of before tasks: its one id is the control id).
+	Tasks int
 }
 
 func newState() *State {
@@ -137,8 +140,24 @@ func (s *State) Sorted() []Partition {
 const (
 	positionKind    = "position"
 	checkpointsKind = "checkpoints"
+	tasksKind       = "tasks"
 	recordVersion   = 1
 )
+
+// tasksKey is the key of the task-count record (kind/topic/partition like
+// the others; the kind tells it apart from a topic named "-").
+var tasksKey = []byte(tasksKind + "/-/0")
+
+// tasksValue is the task-count record's value.
+type tasksValue struct {
+	V     int `json:"v"`
+	Tasks int `json:"n"`
+}
+
+func tasksRecord(topic string, n int) *kgo.Record {
+	v, _ := json.Marshal(tasksValue{V: recordVersion, Tasks: n})
+	return &kgo.Record{Topic: topic, Partition: 0, Key: tasksKey, Value: v}
+}
 
 func stateKey(kind string, p Partition) []byte {
 	return []byte(kind + "/" + p.Topic + "/" + strconv.Itoa(int(p.Partition)))
@@ -181,7 +200,9 @@ func (s *State) apply(r *kgo.Record) error {
 		return err
 	}
 	if r.Value == nil { // a tombstone forgets the partition's record
-		if kind == positionKind {
+		if kind == tasksKind {
+			s.Tasks = 0
+		} else if kind == positionKind {
 			delete(s.Positions, p)
 		} else {
 			delete(s.Checkpoints, p)
@@ -201,6 +222,12 @@ func (s *State) apply(r *kgo.Record) error {
 			return fmt.Errorf("%w: checkpoints of %s at offset %d: version %d, %v", ErrBadState, p, r.Offset, c.V, err)
 		}
 		s.Checkpoints[p] = &c
+	case tasksKind:
+		var tv tasksValue
+		if err := json.Unmarshal(r.Value, &tv); err != nil || tv.V != recordVersion || tv.Tasks < 1 {
+			return fmt.Errorf("%w: task count at offset %d: version %d, %d tasks, %v", ErrBadState, r.Offset, tv.V, tv.Tasks, err)
+		}
+		s.Tasks = tv.Tasks
 	default:
 		return fmt.Errorf("%w: unknown record kind %q at offset %d", ErrBadState, kind, r.Offset)
 	}
@@ -231,49 +258,101 @@ func ensureCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string) 
 	return nil
 }
 
+// How far a read of a transactional topic goes (readState, waitStable).
+type readMode int
+
+const (
+	// readQuiet waits up to 5 s for the transactions open at the start to
+	// end, then reads what is committed (status, translate: a live mirror
+	// commits every commit interval).
+	readQuiet readMode = iota
+	// readAll waits until the transactions open at the start have ended,
+	// up to stableWait (a task's start: its own id is fenced, the other
+	// tasks' transactions end within a commit).
+	readAll
+	// readStable reads what is committed now (the take-over: what it needs
+	// precedes every open transaction).
+	readStable
+)
+
+// stableWait bounds readAll: longer than the target producers'
+// transaction timeout (60 s), after which the coordinator aborts a
+// transaction whose producer died without being fenced.
+const stableWait = 75 * time.Second
+
 // ReadState reads the committed records of the checkpoint topic up to its
-// last stable offset. The caller should first have fenced any other
-// instance (InitProducerId), so that no transaction of the topic is open
-// and the last stable offset is its end. A missing topic is an empty state.
-// client are the options of the target's clients (seeds and security:
-// kafka.ClientOptions).
+// last stable offset, waiting up to 5 s for the transactions open when
+// called to end. The caller should first have fenced any other instance
+// (InitProducerId), so that no transaction of the topic stays open. A
+// missing topic is an empty state. client are the options of the target's
+// clients (seeds and security: kafka.ClientOptions).
 func ReadState(ctx context.Context, client []kgo.Opt, topic string) (*State, error) {
+	return readState(ctx, client, topic, readQuiet)
+}
+
+// waitStable lists topic's end offsets and, unless mode is readStable,
+// waits until its last stable offsets reach them (readQuiet: at most 5 s;
+// readAll: at most stableWait, then an error). It returns the last stable
+// offsets to read up to; missing reports a topic that does not exist.
+func waitStable(ctx context.Context, adm *kadm.Client, topic string, mode readMode) error {
+	_, _, err := stableEnds(ctx, adm, topic, mode)
+	return err
+}
+
+func stableEnds(ctx context.Context, adm *kadm.Client, topic string, mode readMode) (kadm.ListedOffsets, bool, error) {
+	latest, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = latest.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("mirror: list the end of %s: %w", topic, err)
+	}
+	start := time.Now()
+	for {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = stable.Error()
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("mirror: list the last stable offsets of %s: %w", topic, err)
+		}
+		behind := ""
+		stable.Each(func(o kadm.ListedOffset) {
+			if l, ok := latest.Lookup(topic, o.Partition); ok && o.Offset < l.Offset && behind == "" {
+				behind = fmt.Sprintf("partition %d: last stable offset %d, end %d", o.Partition, o.Offset, l.Offset)
+			}
+		})
+		waited := time.Since(start)
+		switch {
+		case behind == "" || mode == readStable:
+			return stable, false, nil
+		case mode == readQuiet && waited >= 5*time.Second:
+			return stable, false, nil // a transaction still open after 5 s belongs to a live instance: read what is committed
+		case mode == readAll && waited >= stableWait:
+			return nil, false, fmt.Errorf("mirror: %s: a transaction stayed open for %s (%s): is a mirror of another name or an older run writing it?",
+				topic, stableWait, behind)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func readState(ctx context.Context, client []kgo.Opt, topic string, mode readMode) (*State, error) {
 	adm, cl, err := adminClient(client)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	st := newState()
-	var ends kadm.ListedOffsets
-	for attempt := 0; ; attempt++ {
-		stable, err := adm.ListCommittedOffsets(ctx, topic)
-		if err == nil {
-			err = stable.Error()
-		}
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return st, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mirror: list the end of %s: %w", topic, err)
-		}
-		latest, err := adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = latest.Error()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mirror: list the end of %s: %w", topic, err)
-		}
-		ends = stable
-		s, _ := stable.Lookup(topic, 0)
-		l, _ := latest.Lookup(topic, 0)
-		if s.Offset >= l.Offset || attempt >= 50 {
-			break // a transaction still open after 5 s belongs to a live instance: read what is committed
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	ends, missing, err := stableEnds(ctx, adm, topic, mode)
+	if err != nil || missing {
+		return st, err
 	}
 	end, _ := ends.Lookup(topic, 0)
 	start, err := adm.ListStartOffsets(ctx, topic)
@@ -291,12 +370,28 @@ func ReadState(ctx context.Context, client []kgo.Opt, topic string) (*State, err
 	}
 	defer rd.Close()
 	for {
-		fs := rd.PollFetches(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if mode == readStable {
+			// An aborted transaction's records just below the last
+			// stable offset, its marker above it, are never delivered:
+			// a pause of 2 s means everything deliverable was read.
+			pctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+		}
+		fs := rd.PollFetches(pctx)
+		timedOut := pctx.Err() != nil
+		cancel()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if timedOut && fs.NumRecords() == 0 {
+			return st, nil
+		}
 		var ferr error
-		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("mirror: read %s: %w", topic, err) })
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("mirror: read %s: %w", topic, err)
+			}
+		})
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -304,6 +399,10 @@ func ReadState(ctx context.Context, client []kgo.Opt, topic string) (*State, err
 		var aerr error
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
+				if r.Offset >= end.Offset {
+					done = true
+					break // committed after the read began: not asked for
+				}
 				if aerr == nil && !r.Attrs.IsControl() {
 					aerr = st.apply(r)
 				}

@@ -9,8 +9,12 @@
 # Not part of `make test`. Usage (from anywhere in the repo):
 #   testdata/bench/mirror.sh                       # 1,000,000 records of 100 bytes, 3 partitions
 #   RECORDS=300000 MM2=0 testdata/bench/mirror.sh  # quicker, without MirrorMaker 2
-# Environment: RECORDS, RECORD_SIZE, PARTITIONS, MM2 (0 skips it), PROFILE=1
-# writes a CPU profile of the mirror to $WORK/mirror.pprof, KEEP=1 keeps the
+# Environment: RECORDS, RECORD_SIZE, PARTITIONS, MM2 (0 skips it), TASKS (the
+# --tasks values to measure, one mirror run each into a fresh target broker,
+# default "1 0": one session, and the default, 0, i.e. one per partition up
+# to 2 per CPU), BASELINE_BIN (another sluice binary whose mirror is measured
+# too, e.g. one built from an older commit: "before"), PROFILE=1 writes a CPU
+# profile of each mirror run to $WORK/mirror-TASKS.pprof, KEEP=1 keeps the
 # work directory. MirrorMaker 2 runs from the jars `make deps-kafka` puts in
 # testdata/.cache/kafka/lib (testdata/kafka/pom.xml lists connect-mirror).
 set -euo pipefail
@@ -45,7 +49,7 @@ start_broker() { # name -> prints address
 	mkdir -p "$dir"
 	"$BIN" broker --data-dir "$dir" --listen "127.0.0.1:$port" >"$dir.log" 2>&1 &
 	PIDS+=($!)
-	for _ in $(seq 100); do grep -q listening "$dir.log" && break; sleep 0.1; done
+	for _ in $(seq 100); do grep -qs listening "$dir.log" && break; sleep 0.1; done
 	grep -q listening "$dir.log" || die "broker $1 did not start: $(tail -3 "$dir.log")"
 	echo "127.0.0.1:$port"
 }
@@ -71,15 +75,36 @@ SOURCE_END=$(target_records "$A")
 	--records "$RECORDS" --report-interval 1h >"$WORK/consume.txt" 2>&1 || die "consume: $(tail -3 "$WORK/consume.txt")"
 read -r C_WALL C_USR C_SYS <"$WORK/consume.time"
 
-# 2. sluice mirror, until caught up.
-PROF=()
-[ "${PROFILE:-0}" = 1 ] && PROF=(--cpuprofile "$WORK/mirror.pprof")
-/usr/bin/time -f "%e %U %S" -o "$WORK/mirror.time" "$BIN" mirror "${PROF[@]}" --from "$A" --to "$B" --topics bench \
-	--name bench --exit-when-caught-up --progress-interval 1h --log-level warn >"$WORK/mirror.txt" 2>&1 ||
-	die "mirror: $(tail -3 "$WORK/mirror.txt")"
-read -r M_WALL M_USR M_SYS <"$WORK/mirror.time"
-COPIED=$(target_records "$B")
-[ "$COPIED" -ge "$RECORDS" ] || die "the target holds $COPIED offsets, fewer than $RECORDS"
+# 2. sluice mirror, until caught up, once per --tasks value (and the
+# baseline binary), each into a fresh target broker.
+TASKS=${TASKS:-1 0}
+: >"$WORK/rows"
+RUN=0
+mirror_run() { # label bin [args...]
+	local label=$1 bin=$2
+	shift 2
+	local tgt
+	RUN=$((RUN + 1))
+	tgt=$(start_broker "target-$RUN")
+	/usr/bin/time -f "%e %U %S" -o "$WORK/mirror.time" "$bin" mirror "$@" --from "$A" --to "$tgt" --topics bench \
+		--name bench --exit-when-caught-up --progress-interval 1h --log-level warn >"$WORK/mirror.txt" 2>&1 ||
+		die "mirror ($label): $(tail -3 "$WORK/mirror.txt")"
+	read -r M_WALL M_USR M_SYS <"$WORK/mirror.time"
+	COPIED=$(target_records "$tgt")
+	[ "$COPIED" -ge "$RECORDS" ] || die "mirror ($label): the target holds $COPIED offsets, fewer than $RECORDS"
+	echo "$label|$M_WALL|$(echo "$M_USR + $M_SYS" | bc -l)" >>"$WORK/rows"
+	log "$label: $M_WALL s wall, $M_USR+$M_SYS s CPU"
+}
+if [ -n "${BASELINE_BIN:-}" ]; then
+	mirror_run "sluice mirror, baseline binary" "$BASELINE_BIN"
+fi
+for t in $TASKS; do
+	PROF=()
+	[ "${PROFILE:-0}" = 1 ] && PROF=(--cpuprofile "$WORK/mirror-$t.pprof")
+	label="sluice mirror --tasks $t"
+	[ "$t" = 0 ] && label="sluice mirror (default --tasks)"
+	mirror_run "$label" "$BIN" "${PROF[@]}" --tasks "$t"
+done
 
 # 3. MirrorMaker 2 from the same source into a third broker.
 MM_WALL="" MM_CPU=""
@@ -134,12 +159,16 @@ EOF
 fi
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$RECORDS" "$C_WALL" "$C_USR" "$C_SYS" "$M_WALL" "$M_USR" "$M_SYS" "${MM_WALL:-0}" "${MM_CPU:-0}" "$LOAD" "$(nproc)" <<'EOF'
+python3 - "$RECORDS" "$C_WALL" "$C_USR" "$C_SYS" "${MM_WALL:-0}" "${MM_CPU:-0}" "$LOAD" "$(nproc)" "$WORK/rows" <<'EOF'
 import sys
 n = int(sys.argv[1])
-cw, cu, cs, mw, mu, ms, mmw, mmc = map(float, sys.argv[2:10])
-load, cores = sys.argv[10], sys.argv[11]
-rows = [("sluice bench consume (raw fetch)", cw, cu + cs), ("sluice mirror", mw, mu + ms)]
+cw, cu, cs, mmw, mmc = map(float, sys.argv[2:7])
+load, cores, rowfile = sys.argv[7], sys.argv[8], sys.argv[9]
+mirrors = []
+for line in open(rowfile):
+    name, wall, cpu = line.strip().split("|")
+    mirrors.append((name, float(wall), float(cpu)))
+rows = [("sluice bench consume (raw fetch)", cw, cu + cs)] + mirrors
 if mmw > 0:
     rows.append(("MirrorMaker 2 (from its first record)", mmw, mmc))
 print(f"{n} records, load average {load} on {cores} cores")
@@ -147,7 +176,9 @@ print(f"| {'copier':40} | {'wall s':>7} | {'records/s':>10} | {'CPU s':>6} | {'r
 print(f"|{'-'*42}|{'-'*9}|{'-'*12}|{'-'*8}|{'-'*15}|")
 for name, wall, cpu in rows:
     print(f"| {name:40} | {wall:7.2f} | {n/wall:10.0f} | {cpu:6.2f} | {n/cpu:13.0f} |")
-print(f"mirror / raw fetch, records/s: {cw/mw:.2f}")
-if mmw > 0:
-    print(f"mirror / MirrorMaker 2, records per CPU-second: {(n/(mu+ms))/(n/mmc):.2f}")
+for name, wall, cpu in mirrors:
+    line = f"{name}: / raw fetch, records/s: {cw/wall:.2f}"
+    if mmw > 0:
+        line += f"; / MirrorMaker 2, records per CPU-second: {(n/cpu)/(n/mmc):.2f}"
+    print(line)
 EOF
