@@ -222,6 +222,8 @@ type registryDecoder struct {
 	cache   map[int]avro.Schema
 	refused map[int]error
 	ids     map[avro.Schema]int
+	// evo checks the writer schemas' evolution (evolve.go).
+	evo evolution
 }
 
 func newRegistryDecoder(spec *Spec) (*registryDecoder, error) {
@@ -294,6 +296,9 @@ func (d *registryDecoder) schema(ctx context.Context, id int) (avro.Schema, erro
 		d.refused[id] = refused
 		d.mu.Unlock()
 		return nil, refused
+	}
+	if err := d.admitRecordSchema(ctx, id, s); err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	d.cache[id] = s

@@ -162,6 +162,9 @@ type protoMessage struct {
 	md     protoreflect.MessageDescriptor
 	schema avro.Schema
 	err    error // the bad-record refusal of the message
+	// partial: no required field at any depth, so a decoded message needs
+	// no check for missing ones (UnmarshalOptions.AllowPartial)
+	partial bool
 }
 
 func newProtobufDecoder(spec *Spec) (*protobufDecoder, error) {
@@ -207,7 +210,7 @@ func (d *protobufDecoder) Decode(ctx context.Context, _, value []byte) (avro.Sch
 		return nil, nil, err
 	}
 	msg := dynamicpb.NewMessage(pm.md)
-	if err := (proto.UnmarshalOptions{RecursionLimit: 100}).Unmarshal(body, msg); err != nil {
+	if err := (proto.UnmarshalOptions{RecursionLimit: 100, AllowPartial: pm.partial}).Unmarshal(body, msg); err != nil {
 		return nil, nil, badRecord("protobuf: %v", err)
 	}
 	row, err := protoschema.Row(msg)
@@ -235,7 +238,11 @@ func (d *protobufDecoder) message(ctx context.Context, id int, idx []int) (*prot
 		for _, dp := range deps {
 			files[dp.Name] = dp.Text
 		}
-		return protoschema.Parse(ctx, text, files)
+		fd, err := protoschema.Parse(ctx, text, files)
+		if err != nil {
+			return nil, err
+		}
+		return fastDescriptor(fd), nil
 	})
 	if err != nil {
 		return nil, err
@@ -252,7 +259,7 @@ func (d *protobufDecoder) message(ctx context.Context, id int, idx []int) (*prot
 		md = msgs.Get(i)
 		msgs = md.Messages()
 	}
-	pm = &protoMessage{md: md}
+	pm = &protoMessage{md: md, partial: !hasRequired(md)}
 	text, err := protoschema.AvroSchema(md)
 	if err == nil {
 		pm.schema, err = parseSchema(text)

@@ -50,6 +50,9 @@ func (l *Loader) run(ctx context.Context, rep *RunReport) (*RunReport, error) {
 		return rep, l.finish(rep, err)
 	}
 	rep.Plan, rep.Topics = plan.Partitions, plan.Topics
+	if err := l.checkEvolution(ctx); err != nil { // before the run's first write (evolve.go)
+		return rep, l.finish(rep, err)
+	}
 	if err := l.Prepare(ctx, plan); err != nil {
 		return rep, l.finish(rep, err)
 	}

@@ -176,12 +176,13 @@ func (l *Loader) openAttempt(ctx context.Context, s inputformat.Split, rep *Task
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := l.newSplitWriter(s, rep)
+	ref := &recordSchema{dec: dec}
+	w, err := l.newSplitWriter(s, rep, ref.describe)
 	if err != nil || w == nil {
 		return nil, nil, err
 	}
 	rep.Attempt = w.Attempt().ID()
-	t := &taskRun{l: l, rep: rep, w: w, dec: dec, mapper: mapper, split: s, many: manyRows(mapper)}
+	t := &taskRun{l: l, rep: rep, w: w, dec: dec, mapper: mapper, split: s, many: manyRows(mapper), in: ref}
 	if !l.opts.MapPath {
 		t.src = columnarSource(dec, mapper)
 	}
@@ -190,7 +191,7 @@ func (l *Loader) openAttempt(ctx context.Context, s inputformat.Split, rep *Task
 
 // newSplitWriter opens the split's writer, which starts the attempt. It
 // returns nil (and no error) when the split was committed meanwhile.
-func (l *Loader) newSplitWriter(s inputformat.Split, rep *TaskReport) (*writers.SplitWriter, error) {
+func (l *Loader) newSplitWriter(s inputformat.Split, rep *TaskReport, describe func(avro.Schema) *writers.FileSchema) (*writers.SplitWriter, error) {
 	inc, err := l.incarnation(s.Topic)
 	if err != nil {
 		return nil, err
@@ -198,7 +199,7 @@ func (l *Loader) newSplitWriter(s inputformat.Split, rep *TaskReport) (*writers.
 	for try := 0; ; try++ {
 		w, err := writers.NewSplitWriter(l.store, s,
 			writers.Config{Format: l.fmtOpts, Partitioner: l.part, MaxRecords: l.spec.Output.MaxFileRecords,
-				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget, ManyRows: l.manyRows}) // the attempt lease renews, after every fetch
+				TimeRange: l.times, CallerRenews: true, Incarnation: max(inc, 0), Budget: l.opts.MemoryBudget, ManyRows: l.manyRows, Describe: describe}) // the attempt lease renews, after every fetch
 		// Another run's recovery may remove the split's directory while the
 		// attempt takes its first lease: look again, then start over.
 		if err == nil || try == 3 || !(errors.Is(err, writers.ErrAttemptExpired) || errors.Is(err, vfs.ErrNotExist)) {
@@ -387,6 +388,9 @@ type taskRun struct {
 	rows    []map[string]any
 	many    bool
 	emitErr error
+	// in is the writer schema of the record at hand, which names the
+	// files the record opens (evolve.go)
+	in *recordSchema
 }
 
 // columnarSource returns dec as an avroSource when the record can take
@@ -461,6 +465,7 @@ func (t *taskRun) mapColumnar(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	t.in.schema = schema
 	p, err := t.projection(schema)
 	if errors.Is(err, avrocodec.ErrUnsupportedSchema) && !errors.Is(err, ErrBadRecord) && !errors.Is(err, ErrSpec) {
 		// A schema the columnar path does not take (a record that
@@ -672,6 +677,7 @@ func (t *taskRun) mapGeneric(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	t.in.schema = schema
 	if w := t.l.where; w != nil {
 		keep, err := w.keep(value)
 		if err != nil {

@@ -2,6 +2,7 @@ package writers
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hamba/avro/v2"
 )
 
 // Manifest errors.
@@ -59,6 +62,21 @@ type File struct {
 	Bytes   int64  `json:"bytes"`
 	First   int64  `json:"first_offset"`
 	Last    int64  `json:"last_offset"`
+	// Schema names the file's writer schema (absent in manifests written
+	// before it, and for schemaless JSON lines).
+	Schema *FileSchema `json:"schema,omitempty"`
+}
+
+// FileSchema is the schema of one data file: the registry's name of the
+// records' writer schema (subject, version, id; zero when the schema is not
+// the registry's) and the fingerprint of the file's own column schema (for
+// Parquet, of its Arrow/Parquet schema; for Avro, of the Avro schema), so
+// files of one fingerprint share their columns exactly.
+type FileSchema struct {
+	Subject     string `json:"subject,omitempty"`
+	Version     int    `json:"version,omitempty"`
+	ID          int    `json:"id,omitempty"`
+	Fingerprint string `json:"fingerprint"`
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -201,4 +219,22 @@ func OriginPath(topic string, partition int32) string {
 
 func attemptDir(topic string, partition int32, start int64, attempt string) string {
 	return path.Join(partDir(tmpDir, topic, partition), fmt.Sprintf("%020d", start), attempt)
+}
+
+// describeFile makes a file's FileSchema: describe's registry names plus
+// the fingerprint of the file's columns (a format writer that knows its own
+// column schema says it; otherwise the Avro schema's fingerprint fp).
+func describeFile(describe func(avro.Schema) *FileSchema, schema avro.Schema, fw any, fp [32]byte) *FileSchema {
+	ref := &FileSchema{}
+	if describe != nil {
+		if d := describe(schema); d != nil {
+			*ref = *d
+		}
+	}
+	if c, ok := fw.(interface{ ColumnsFingerprint() string }); ok {
+		ref.Fingerprint = c.ColumnsFingerprint()
+	} else {
+		ref.Fingerprint = "avro:" + hex.EncodeToString(fp[:8])
+	}
+	return ref
 }

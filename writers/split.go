@@ -49,6 +49,11 @@ type Config struct {
 	// each Parquet file buffers up to a row group (Format.RowGroupRows,
 	// RowGroupBytes).
 	Budget *MemoryBudget
+	// Describe names a file's writer schema for its manifest entry (the
+	// registry subject, version and id of the records' schema); nil, or a
+	// nil result, leaves them out. The writers add the fingerprint of the
+	// file's own column schema (File.Schema.Fingerprint).
+	Describe func(avro.Schema) *FileSchema
 }
 
 // SplitWriter writes the records of one split into files of one attempt
@@ -88,6 +93,7 @@ type openFile struct {
 	temp   string
 	schema avro.Schema
 	fp     [32]byte
+	ref    *FileSchema // the manifest's File.Schema
 	first  int64
 	last   int64
 	// buf is fw when it buffers rows and the writer has a budget (nil
@@ -357,6 +363,7 @@ func (w *SplitWriter) openFile(dir string, schema avro.Schema, first int64) (*op
 	}
 	if schema != nil {
 		of.fp = schema.Fingerprint()
+		of.ref = describeFile(w.cfg.Describe, schema, fw, of.fp)
 	}
 	w.open[dir] = of
 	return of, nil
@@ -393,7 +400,7 @@ func (w *SplitWriter) closeFile(of *openFile) error {
 	final := path.Join(of.dir, FileName(w.split.Topic, w.split.Partition, of.first, of.last+1, w.cfg.Incarnation, w.cfg.Format.Extension()))
 	w.done = append(w.done, File{
 		Temp: of.temp, Final: final, Records: of.fw.Records(), Bytes: of.fw.Bytes(),
-		First: of.first, Last: of.last,
+		First: of.first, Last: of.last, Schema: of.ref,
 	})
 	return nil
 }

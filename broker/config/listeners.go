@@ -60,6 +60,7 @@ type Security struct {
 	// or TLS connection not authenticated this long after it was accepted
 	// is closed.
 	SaslHandshakeTimeoutMs int64
+	Authorizer             Authorizer // authorizer.class.name, super.users, ... (authorizer.go)
 }
 
 // DefaultSaslMaxReceiveSize is Kafka's sasl.server.max.receive.size.
@@ -79,7 +80,7 @@ var tlsKeys = []string{"ssl.keystore.type", "ssl.keystore.location", "ssl.keysto
 // IsSecurityProperty reports whether name is a listener or security
 // property read by parseSecurity.
 func IsSecurityProperty(name string) bool {
-	if securityKeys[name] {
+	if securityKeys[name] || authorizerKeys[name] {
 		return true
 	}
 	if strings.HasPrefix(name, "listener.name.") {
@@ -104,6 +105,10 @@ func parseSecurity(props map[string]string) (Security, error) {
 			}
 			*field = n
 		}
+	}
+	var err error
+	if sec.Authorizer, err = parseAuthorizer(props); err != nil {
+		return sec, err
 	}
 	if sec.SaslMaxReceiveSize < 64 {
 		return sec, fmt.Errorf("%w: sasl.server.max.receive.size must be at least 64", ErrInvalid)

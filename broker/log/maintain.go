@@ -81,6 +81,31 @@ func (l *Log) checkpointLocked() error {
 
 func snapshotName(offset int64) string { return fmt.Sprintf("%020d%s", offset, snapshotSuffix) }
 
+// removeSnapshotsAboveLocked durably removes the producer snapshots above
+// offset, before segments holding batches at or after offset are removed. A
+// snapshot at X says the aborted-transactions entries of every marker below
+// X are durable in the segments' .txnindex files; removeSegmentFiles deletes
+// a segment's index first, so a removal cut short by a failure or a crash
+// would leave a segment whose entries recovery never recomputes (it replays
+// from the snapshot, past them). With the snapshot gone first, recovery
+// replays from below the segment and recomputes them.
+func (l *Log) removeSnapshotsAboveLocked(offset int64) error {
+	removed := false
+	for i := len(l.snapshots) - 1; i >= 0 && l.snapshots[i] > offset; i-- {
+		if err := l.fs.Remove(path.Join(l.dir, snapshotName(l.snapshots[i]))); err != nil && !isNotExist(err) {
+			return fmt.Errorf("log: remove producer snapshot: %w", err)
+		}
+		l.snapshots, removed = l.snapshots[:i], true
+	}
+	if !removed {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync dir: %w", err)
+	}
+	return nil
+}
+
 // writeSnapshotLocked writes the producer table as of the log end and keeps
 // the two newest snapshots.
 func (l *Log) writeSnapshotLocked() error {

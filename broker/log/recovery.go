@@ -531,6 +531,9 @@ func (l *Log) dropSegmentsFromLocked(i int) error {
 	if i >= len(l.segments) {
 		return nil
 	}
+	if err := l.removeSnapshotsAboveLocked(l.segments[i].base); err != nil {
+		return err
+	}
 	for _, s := range l.segments[i:] {
 		l.cache.remove(s.h)
 		l.indexes.remove(s)

@@ -53,6 +53,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.lowerRecoveryPointLocked(newEnd, s.base, pos, newEnd); err != nil {
 		return err
 	}
+	if err := l.removeSnapshotsAboveLocked(newEnd); err != nil {
+		return l.fail(err)
+	}
 	// Later segments first, then the cut: a crash in between leaves a log
 	// that recovery reads as ending at or after newEnd, never a hole.
 	for _, gone := range l.segments[k+1:] {
@@ -182,6 +185,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	first := l.segments[0]
 	if err := l.lowerRecoveryPointLocked(first.base, first.base, 0, offset); err != nil {
 		return err
+	}
+	if err := l.removeSnapshotsAboveLocked(min(offset, first.base)); err != nil {
+		return l.fail(err)
 	}
 	for _, gone := range l.segments {
 		l.cache.remove(gone.h)

@@ -29,6 +29,7 @@ type FileStore struct {
 	fresh  bool                         // topics.json did not exist at open
 	nextID int64                        // first producer id of the next block to reserve
 	users  map[string]map[string]string // users.json (users.go)
+	acls   []ACL                        // acls.json (acls.go)
 }
 
 type topicsFileV1 struct {
@@ -53,7 +54,7 @@ type producerIDsFileV1 struct {
 // of older versions).
 func OpenFileStore(fsys vfs.FS, dir string) (*FileStore, error) {
 	s := &FileStore{fs: fsys, dir: dir, topics: map[string]Topic{}}
-	if _, err := vfs.RemoveTemporaries(fsys, dir, topicsFile, producerIDsFile, usersFile); err != nil {
+	if _, err := vfs.RemoveTemporaries(fsys, dir, topicsFile, producerIDsFile, usersFile, aclsFile); err != nil {
 		return nil, storageErr("%s: %v", dir, err)
 	}
 	data, err := vfs.ReadFile(fsys, path.Join(dir, topicsFile))
@@ -93,6 +94,9 @@ func OpenFileStore(fsys vfs.FS, dir string) (*FileStore, error) {
 		s.nextID = f.NextBlock
 	}
 	if err := s.loadUsers(); err != nil {
+		return nil, err
+	}
+	if err := s.loadACLs(); err != nil {
 		return nil, err
 	}
 	return s, nil

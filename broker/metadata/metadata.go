@@ -16,6 +16,7 @@
 //	  topics.json        {"version":1,"topics":[{"name","id","partitions","configs"}...]}
 //	  producer-ids.json  {"version":1,"next_block":N}
 //	  users.json         {"version":1,"users":{NAME:{MECHANISM:CREDENTIAL}}} (users.go)
+//	  acls.json          {"version":1,"acls":[{"resource_type","resource_name",...}]} (acls.go)
 //	  topics.json.tmp    a write in progress (vfs.WriteFileAtomic); removed at open
 //
 // The files are replaced atomically and are durable when a method returns.

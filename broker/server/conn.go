@@ -449,9 +449,16 @@ func (c *conn) handle(f frame) (err error) {
 		return fmt.Errorf("%w: %s v%d: cannot decode body: %v", ErrBadFrame, a.name, hdr.version, err)
 	}
 	rc := &requestContext{ctx: c.ctx, conn: c, hdr: hdr, logger: c.logger}
+	denied, after := authorizeRequest(c.s, rc, req)
+	if denied != nil {
+		return c.writeReply(hdr, denied, f.arrived, a)
+	}
 	rep, err := a.handle(c.s, rc, req)
 	if err != nil {
 		return err
+	}
+	if after != nil {
+		rep = after(rep)
 	}
 	return c.writeReply(hdr, rep, f.arrived, a)
 }

@@ -137,6 +137,9 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range s.topics.list() {
+			if !rc.allowedQuiet(opDescribe, resTopic, t.name) {
+				continue // hidden, as Kafka
+			}
 			resp.Topics = append(resp.Topics, metadataTopic(s, t, t.name, 0))
 		}
 		return kmsgReply{resp}, nil
@@ -149,8 +152,11 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 			name string
 		)
 		switch {
+		case rt.Topic != nil && !rc.allowed(opDescribe, resTopic, *rt.Topic):
+			name, code = *rt.Topic, topicDenied
 		case rt.Topic != nil:
 			name = *rt.Topic
+			allowCreate := allowCreate && createAllowed(rc, name)
 			if t, _ = s.topics.get(name); t == nil && allowCreate && s.cfg.AutoCreateTopics && topicname.Check(name) == nil {
 				if created == maxAutoCreates {
 					code = kerr.LeaderNotAvailable.Code
@@ -163,8 +169,8 @@ func handleMetadata(s *Server, rc *requestContext, kreq kmsg.Request) (reply, er
 			}
 		case rt.TopicID != [16]byte{}:
 			var ok bool
-			if t, ok = s.topics.byID(rt.TopicID); !ok {
-				code = kerr.UnknownTopicID.Code
+			if t, ok = s.topics.byID(rt.TopicID); !ok || !rc.allowed(opDescribe, resTopic, t.name) {
+				t, code = nil, kerr.UnknownTopicID.Code // as Kafka: an id not described is unknown
 			} else {
 				name = t.name
 			}

@@ -129,8 +129,11 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 		if code == 0 && (rt.Topic == group.OffsetsTopic || rt.Topic == txn.StateTopic) {
 			code = kerr.InvalidTopicException.Code // written by the group coordinator only, as on Kafka
 		}
+		if code == 0 && !rc.allowed(opWrite, resTopic, rt.Topic) {
+			code = topicDenied
+		}
 		if code == 0 {
-			t, code = s.topics.getOrAutoCreate(rt.Topic, true)
+			t, code = s.topics.getOrAutoCreate(rt.Topic, createAllowed(rc, rt.Topic))
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -145,7 +148,9 @@ func handleProduce(s *Server, rc *requestContext, kreq kmsg.Request) (reply, err
 				case pcode != 0:
 					sp.ErrorCode = pcode
 				case req.TransactionID != nil && isTransactional(rp.Records):
-					if s.replicas != nil { // single-node transactions only, for now
+					if !rc.allowed(opWrite, resTxnID, *req.TransactionID) {
+						sp.ErrorCode = txnDenied
+					} else if s.replicas != nil { // single-node transactions only, for now
 						sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 					} else {
 						produceTransactional(s, rc, t, p, *req.TransactionID, rp.Records, &sp)
@@ -208,5 +213,8 @@ func produceOne(s *Server, rc *requestContext, t *topic, p *partition, records [
 	if !res.Duplicate {
 		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
 		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+		if s.audit != nil {
+			s.audit.Appended(t.name, p.tp.Partition, records)
+		}
 	}
 }

@@ -45,6 +45,7 @@ type listener struct {
 	mechanisms     []string
 	advertised     string   // advertised.listeners entry, "" = the bound address
 	addr           hostPort // what clients are told (set when served; guarded by Server.mu)
+	interBroker    bool     // cluster mode's replication listener: trusted by the authorizer (authorize.go)
 }
 
 // errUnauthenticated closes a connection that broke the authentication

@@ -24,7 +24,9 @@ func newQueryCommand() *cobra.Command {
 		Use:   `query --warehouse URI "SQL"`,
 		Short: "Run SQL (embedded DuckDB) over the loaded datasets of a warehouse",
 		Long: `Each dataset (a job's output directory under the warehouse) is a table named after it,
-with its Hive partition columns dt (DATE) and hr (INTEGER). Only committed files are read
+with its Hive partition columns dt (DATE) and hr (INTEGER). A dataset whose writer schema
+evolved is one table with the merged schema: every version's columns, NULL where a file has
+none, widened types (int to long, float to double) cast to the widest. Only committed files are read
 (from the manifests), and a filter on dt / hr opens only those partitions' files.
 HDFS files are copied to a bounded local cache first. A query reads the warehouse's tables
 and files and nothing else: no other path, no URL, no DuckDB extension. CSV and JSON output
@@ -102,7 +104,7 @@ stream row by row; the table format holds its first 1,000 rows to size its colum
 	f.StringVar(&format, "format", query.FormatTable, "output: table, csv or json")
 	f.Int64Var(&limit, "limit", 0, "print at most this many rows (0: all)")
 	f.BoolVar(&explain, "explain", false, "print the files the query would read, and run nothing")
-	f.BoolVar(&tables, "tables", false, "list the datasets with their columns, partitions, rows and bytes")
+	f.BoolVar(&tables, "tables", false, "list the datasets with their columns, partitions, rows and bytes, and their writer schemas (versions, columns, partitions)")
 	f.StringVar(&cacheDir, "cache-dir", query.DefaultCacheDir(), "local cache of HDFS files")
 	f.StringVar(&cacheSize, "cache-size", "4GiB", "bound of the local cache (B, KiB, MiB, GiB)")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (0: one per core)")

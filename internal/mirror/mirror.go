@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/kafka"
 	"github.com/sluicehq/sluice/internal/mutate"
 )
@@ -32,16 +33,6 @@ var (
 	// OnOutOfRange is "fail", or when the position is beyond the source's end.
 	ErrSourceTruncated = errors.New("mirror: the source no longer holds the mirror's position")
 )
-
-// Observer sees the copy loop's records: the one place an audit counter
-// hooks in. Copied is called for each record added to the open
-// transaction, Ended once when it ends; counts taken between them are final
-// only when committed is true. Both are called from the copy loop's
-// goroutine.
-type Observer interface {
-	Copied(r *kgo.Record)
-	Ended(committed bool)
-}
 
 // Config configures a mirror. Zero values are the defaults noted.
 type Config struct {
@@ -82,8 +73,11 @@ type Config struct {
 	ProgressInterval time.Duration
 	// Metrics records the mirror's metrics (nil: none).
 	Metrics *Metrics
-	// Observer, when set, sees every copied record (see Observer).
-	Observer Observer
+	// Audit publishes the mirror tier (internal/audit.Mirror): the records
+	// copied per topic and window of AuditWindow (0: 10m), in the target's
+	// _audit, in the transaction of the copies.
+	Audit       bool
+	AuditWindow time.Duration
 	// ClientOpts are added to every franz-go client (tests: logging, timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -262,6 +256,11 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
 		partitions: map[string]int32{}, ids: map[string]string{}, next: map[Partition]int64{}, target: map[Partition]int64{},
 		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
+	if m.cfg.Audit {
+		if err := s.startAudit(ctx); err != nil {
+			return err
+		}
+	}
 	starts, err := s.refresh(ctx, true)
 	if err != nil {
 		return err
@@ -308,6 +307,47 @@ type copySession struct {
 	origin     map[Partition]Mapping // where a partition without a position started
 	ckptAt     time.Time             // when checkpoints were last written
 	refreshAt  time.Time             // when topics were last listed
+	audit      *audit.Mirror         // the mirror tier (nil: Config.Audit off)
+	auditParts int                   // partitions of the target's _audit
+	// auditDropped is the records the mirror tier could not count, as last logged.
+	auditDropped int64
+}
+
+// startAudit starts the session's mirror tier from the counts committed in
+// the target's _audit (read after InitProducerId aborted the last
+// instance's open transaction), under the origin NAME/SOURCE-CLUSTER-ID.
+func (s *copySession) startAudit(ctx context.Context) error {
+	md, err := s.src.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("mirror: the source's cluster id: %w", err)
+	}
+	cluster := md.Cluster
+	if cluster == "" {
+		cluster = s.m.cfg.From
+	}
+	tier, err := audit.NewMirror(audit.MirrorOrigin(s.m.cfg.Name, cluster), s.m.cfg.AuditWindow)
+	if err != nil {
+		return fmt.Errorf("%w: --audit-window: %v", ErrBadInput, err)
+	}
+	if err := audit.EnsureTopic(ctx, s.prod); err != nil {
+		return err
+	}
+	tds, err := s.dst.ListTopics(ctx, audit.Topic)
+	if err == nil {
+		err = tds.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("mirror: the target's %s: %w", audit.Topic, err)
+	}
+	counts, err := audit.ReadCounts(ctx, with(s.m.to, nil, s.m.cfg.ClientOpts))
+	if err != nil {
+		return err
+	}
+	if err := tier.Restore(counts.Counts); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	s.audit, s.auditParts = tier, len(tds[audit.Topic].Partitions)
+	return nil
 }
 
 // refresh lists the source's topics, creates or grows them on the target
@@ -360,10 +400,7 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the source's end offsets: %w", err)
 	}
-	targetEnds, err := s.dst.ListEndOffsets(ctx, fresh...)
-	if err == nil {
-		err = targetEnds.Error()
-	}
+	targetEnds, err := s.targetEnds(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the target's end offsets: %w", err)
 	}
@@ -405,6 +442,27 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	return out, nil
 }
 
+// targetEnds lists the end offsets of topics on the target, waiting up to
+// 10 s for topics just created to be known there (before, the session
+// failed and the mirror began only after its 0.5 s backoff).
+func (s *copySession) targetEnds(ctx context.Context, topics []string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := s.dst.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // startOf is where partition tp resumes, given the source's log start and
 // end offsets.
 func (s *copySession) startOf(tp Partition, logStart, end int64, first bool) (int64, error) {
@@ -441,12 +499,15 @@ func (s *copySession) startOf(tp Partition, logStart, end int64, first bool) (in
 
 // txn is what one transaction copied.
 type txn struct {
-	next    map[Partition]int64 // next source offset after this transaction
-	last    map[Partition]int64 // highest target offset acknowledged
-	records map[string]int64    // per topic
+	next map[Partition]int64 // next source offset after this transaction
+	// lastOut is each partition's last record produced: its Offset, set
+	// by franz-go before its promise ran, is the highest target offset
+	// once Flush returned (one producer per target partition, in order).
+	lastOut map[Partition]*kgo.Record
+	records map[string]int64 // per topic
 	bytes   map[string]int64
 	n       int
-	mu      sync.Mutex // guards err and last while records are in flight
+	mu      sync.Mutex // guards err while records are in flight
 	err     error
 }
 
@@ -465,8 +526,13 @@ func (s *copySession) loop(ctx context.Context) error {
 		if err == nil {
 			err = s.commit(ctx, t)
 		}
-		if s.m.cfg.Observer != nil && t != nil && t.n > 0 {
-			s.m.cfg.Observer.Ended(err == nil)
+		if s.audit != nil {
+			s.audit.Ended(err == nil)
+			if d := s.audit.Dropped(); d > s.auditDropped {
+				s.m.log.Warn("audit: copied records not counted: the mirror tier holds at most audit.MaxCells (topic, window) counts",
+					"not_counted", d, "max_cells", audit.MaxCells)
+				s.auditDropped = d
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -514,22 +580,19 @@ func (s *copySession) caughtUp() bool {
 // produces each record into the open transaction, on the same topic and
 // partition, with its key, value, headers and timestamp.
 func (s *copySession) collect(ctx context.Context) (*txn, error) {
-	t := &txn{next: map[Partition]int64{}, last: map[Partition]int64{}, records: map[string]int64{}, bytes: map[string]int64{}}
+	t := &txn{next: map[Partition]int64{}, lastOut: map[Partition]*kgo.Record{}, records: map[string]int64{}, bytes: map[string]int64{}}
 	deadline := time.Now().Add(s.m.cfg.CommitInterval)
-	promise := func(r *kgo.Record, err error) {
+	promise := func(_ *kgo.Record, err error) {
 		// Called from franz-go's goroutines; Flush returns after every
-		// promise ran, so commit reads t after Flush.
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if err != nil {
-			if t.err == nil {
-				t.err = err
-			}
+		// promise ran, so commit reads t after Flush. Only a failure
+		// takes the lock: a promise per record is on the copy's path.
+		if err == nil {
 			return
 		}
-		tp := Partition{r.Topic, r.Partition}
-		if last, ok := t.last[tp]; !ok || r.Offset > last {
-			t.last[tp] = r.Offset
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err == nil {
+			t.err = err
 		}
 	}
 	for t.n < s.m.cfg.MaxTxnRecords && time.Now().Before(deadline) {
@@ -556,21 +619,33 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 			if p.HighWatermark > s.hwm[tp] {
 				s.hwm[tp] = p.HighWatermark
 			}
+			if len(p.Records) == 0 {
+				return
+			}
+			var n, bytes int64
+			var last *kgo.Record
 			for _, r := range p.Records {
-				t.next[tp] = r.Offset + 1
 				if r.Attrs.IsControl() {
 					continue
 				}
-				if obs := s.m.cfg.Observer; obs != nil {
-					obs.Copied(r)
+				if s.audit != nil {
+					s.audit.Copied(r)
 				}
 				out := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
 					Headers: r.Headers, Timestamp: r.Timestamp}
 				s.prod.Produce(ctx, out, promise)
-				t.n++
-				t.records[r.Topic]++
-				t.bytes[r.Topic] += int64(len(r.Key) + len(r.Value))
+				last = out
+				n++
+				bytes += int64(len(r.Key) + len(r.Value))
 			}
+			// The partition's position passes its control records too.
+			t.next[tp] = p.Records[len(p.Records)-1].Offset + 1
+			if last != nil {
+				t.lastOut[tp] = last
+			}
+			t.n += int(n)
+			t.records[p.Topic] += n
+			t.bytes[p.Topic] += bytes
 		})
 	}
 	return t, nil
@@ -614,13 +689,20 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 	t.mu.Lock()
 	for tp, next := range t.next {
 		target := s.target[tp] // -1: no record copied yet, no mapping
-		if last, ok := t.last[tp]; ok {
-			target = last + 1
+		if last, ok := t.lastOut[tp]; ok {
+			target = last.Offset + 1
 		}
 		targets[tp] = target
 		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}))
 	}
 	t.mu.Unlock()
+	if s.audit != nil { // the counts commit with the copies they count
+		recs, err := s.audit.Records(now, s.auditParts)
+		if err != nil {
+			return err
+		}
+		state = append(state, recs...)
+	}
 	var ckpts map[Partition]*Checkpoints
 	if ckptDue {
 		ckpts = s.checkpoints(t, targets, now)

@@ -163,6 +163,10 @@ type TablePlan struct {
 	// SchemaFrom is the file whose schema (only) is read when no file
 	// matches, so that the table still has its columns.
 	SchemaFrom *DataFile
+	// SchemaAlso holds one file of each writer schema that no file of
+	// Files has (the query reads their columns only), so that a pruned
+	// query's table has the merged columns of every schema.
+	SchemaAlso []DataFile
 	Pruned     bool // a dt/hr filter narrowed the files
 }
 
@@ -275,6 +279,9 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 	if len(tp.Files) == 0 {
 		last := d.Files[len(d.Files)-1]
 		tp.SchemaFrom = &last
+	}
+	if tp.Pruned {
+		tp.SchemaAlso = missingSchemas(d.Files, tp.Files, tp.SchemaFrom)
 	}
 	return tp, nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/sluicehq/sluice/writers"
 )
 
 // TableInfo describes one dataset, from its manifests (files, rows, bytes,
@@ -19,8 +21,27 @@ type TableInfo struct {
 	Rows       int64    `json:"rows"`
 	Bytes      int64    `json:"bytes"`
 	Partitions []string `json:"partitions"` // "dt=…/hr=…", sorted
-	Columns    []Column `json:"columns"`
-	Torn       int      `json:"torn_manifests,omitempty"`
+	// Columns is the merged schema the table's queries see: the union of
+	// its schemas' columns, the widest type of each.
+	Columns []Column `json:"columns"`
+	// Schemas are the table's writer schemas (one per column fingerprint),
+	// oldest first.
+	Schemas []SchemaInfo `json:"schemas,omitempty"`
+	Torn    int          `json:"torn_manifests,omitempty"`
+}
+
+// SchemaInfo is one writer schema of a table: its registry names (when the
+// registry's), the fingerprint of its files' columns, its files and rows,
+// the partitions holding them and its own columns.
+type SchemaInfo struct {
+	Subject     string   `json:"subject,omitempty"`
+	Version     int      `json:"version,omitempty"`
+	ID          int      `json:"id,omitempty"`
+	Fingerprint string   `json:"fingerprint,omitempty"` // "" for files whose manifests do not say
+	Files       int      `json:"files"`
+	Rows        int64    `json:"rows"`
+	Partitions  []string `json:"partitions"`
+	Columns     []Column `json:"columns"`
 }
 
 // Column is one column of a table and its DuckDB type.
@@ -51,17 +72,82 @@ func (e *Engine) Tables(ctx context.Context) ([]TableInfo, error) {
 		ti.Formats = sortedKeys(formats)
 		ti.Partitions = sortedKeys(parts)
 		if len(d.Files) > 0 {
-			last := d.Files[len(d.Files)-1]
-			if err := e.register(ctx, TablePlan{Name: n, SchemaFrom: &last}); err != nil {
+			schemas, reps := schemaGroups(d.Files)
+			// The table's columns: a view over one file of each schema,
+			// merged as a query's view merges all of them.
+			if err := e.register(ctx, TablePlan{Name: n, Files: reps}); err != nil {
 				return nil, err
 			}
 			if ti.Columns, err = e.describe(ctx, n); err != nil {
 				return nil, err
 			}
+			if len(schemas) > 1 || schemas[0].Fingerprint != "" {
+				for i := range schemas {
+					e.seq++
+					name := fmt.Sprintf("__sluice_schema_%d", e.seq)
+					if err := e.register(ctx, TablePlan{Name: name, Files: reps[i : i+1]}); err != nil {
+						return nil, err
+					}
+					if schemas[i].Columns, err = e.describe(ctx, name); err != nil {
+						return nil, err
+					}
+				}
+				ti.Schemas = schemas
+			}
 		}
 		out = append(out, ti)
 	}
 	return out, nil
+}
+
+// schemaGroups groups files by writer schema (registry names and column
+// fingerprint), oldest schema first (by subject and version, then by the
+// first file), and returns one file of each (its newest).
+func schemaGroups(files []DataFile) ([]SchemaInfo, []DataFile) {
+	type group struct {
+		info  SchemaInfo
+		parts map[string]bool
+		first int
+		rep   DataFile
+	}
+	groups := map[writers.FileSchema]*group{}
+	for i, f := range files {
+		var k writers.FileSchema
+		if f.Schema != nil {
+			k = *f.Schema
+		}
+		g := groups[k]
+		if g == nil {
+			g = &group{info: SchemaInfo{Subject: k.Subject, Version: k.Version, ID: k.ID, Fingerprint: k.Fingerprint},
+				parts: map[string]bool{}, first: i}
+			groups[k] = g
+		}
+		g.info.Files++
+		g.info.Rows += f.Records
+		g.parts[f.PartitionDir()] = true
+		g.rep = f
+	}
+	list := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		g.info.Partitions = sortedKeys(g.parts)
+		list = append(list, g)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i].info, list[j].info
+		if a.Subject != b.Subject {
+			return a.Subject < b.Subject
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return list[i].first < list[j].first
+	})
+	infos := make([]SchemaInfo, len(list))
+	reps := make([]DataFile, len(list))
+	for i, g := range list {
+		infos[i], reps[i] = g.info, g.rep
+	}
+	return infos, reps
 }
 
 func (e *Engine) describe(ctx context.Context, name string) ([]Column, error) {
@@ -124,13 +210,49 @@ func WriteTables(w io.Writer, tables []TableInfo, formatName string) error {
 		if t.Torn > 0 {
 			fmt.Fprintf(w, "  warning     %d manifest(s) not readable (being written, or left by a dead attempt)\n", t.Torn)
 		}
-		cols := make([]string, len(t.Columns))
-		for i, c := range t.Columns {
-			cols[i] = c.Name + " " + c.Type
+		fmt.Fprintf(w, "  columns     %s\n", columnList(t.Columns))
+		if len(t.Schemas) > 0 {
+			fmt.Fprintf(w, "  schemas     %d (the columns above merge them: missing columns NULL, widened types cast)\n", len(t.Schemas))
 		}
-		fmt.Fprintf(w, "  columns     %s\n", strings.Join(cols, ", "))
+		for _, s := range t.Schemas {
+			name := "schema"
+			switch {
+			case s.Subject != "":
+				name = fmt.Sprintf("%s version %d (id %d)", s.Subject, s.Version, s.ID)
+			case s.ID != 0:
+				name = fmt.Sprintf("schema id %d", s.ID)
+			}
+			fp := s.Fingerprint
+			if fp == "" {
+				fp = "no fingerprint (older manifests)"
+			}
+			fmt.Fprintf(w, "    %s, %s: %d rows in %d files\n", name, fp, s.Rows, s.Files)
+			fmt.Fprintf(w, "      partitions  %s\n", partitionList(s.Partitions))
+			fmt.Fprintf(w, "      columns     %s\n", columnList(s.Columns))
+		}
 	}
 	return nil
+}
+
+func columnList(cs []Column) string {
+	cols := make([]string, len(cs))
+	for i, c := range cs {
+		cols[i] = c.Name + " " + c.Type
+	}
+	return strings.Join(cols, ", ")
+}
+
+// partitionList names every partition up to 6, else the first and last
+// three.
+func partitionList(ps []string) string {
+	switch n := len(ps); {
+	case n == 0:
+		return "none"
+	case n <= 6:
+		return fmt.Sprintf("%d: %s", n, strings.Join(ps, ", "))
+	default:
+		return fmt.Sprintf("%d: %s … %s", n, strings.Join(ps[:3], ", "), strings.Join(ps[n-3:], ", "))
+	}
 }
 
 // WriteExplain prints the files a plan reads, one URI a line under a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sluicehq/sluice/writers"
 )
 
 // register creates the view named after a dataset over the plan's files:
@@ -22,12 +24,35 @@ func (e *Engine) register(ctx context.Context, t TablePlan) error {
 	if len(files) == 0 {
 		files, schemaOnly = []DataFile{*t.SchemaFrom}, true
 	}
-	res, err := e.resolve(files)
+	selects, err := e.selects(ctx, t.Name, files, schemaOnly)
 	if err != nil {
 		return err
 	}
+	if len(t.SchemaAlso) > 0 {
+		more, err := e.selects(ctx, t.Name, t.SchemaAlso, true)
+		if err != nil {
+			return err
+		}
+		selects = append(selects, more...)
+	}
+	view := "CREATE OR REPLACE TEMP VIEW " + quoteIdent(t.Name) + " AS " + strings.Join(selects, " UNION ALL BY NAME ")
+	e.made = append(e.made, "VIEW "+quoteIdent(t.Name))
+	if _, err := e.conn.ExecContext(ctx, view); err != nil {
+		return fmt.Errorf("%w: table %s: reading its files: %s", ErrData, t.Name, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// selects returns the SELECTs of the files (their columns only, LIMIT 0,
+// when schemaOnly), one per (format, compression, partition keys) group.
+func (e *Engine) selects(ctx context.Context, table string, files []DataFile, schemaOnly bool) ([]string, error) {
+	t := TablePlan{Name: table}
+	res, err := e.resolve(files)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.localize(res); err != nil {
-		return err
+		return nil, err
 	}
 	type group struct {
 		format, compression string
@@ -71,24 +96,20 @@ func (e *Engine) register(ctx context.Context, t TablePlan) error {
 			err := e.registerAvro(ctx, name, g.files, g.keys, schemaOnly)
 			e.made = append(e.made, "VIEW "+quoteIdent(name))
 			if err != nil {
-				return fmt.Errorf("%w: table %s: %v", ErrData, t.Name, err)
+				return nil, fmt.Errorf("%w: table %s: %v", ErrData, t.Name, err)
 			}
 			from = quoteIdent(name)
 		default:
-			return fmt.Errorf("%w: table %s: format %q", ErrData, t.Name, g.format)
+			return nil, fmt.Errorf("%w: table %s: format %q", ErrData, t.Name, g.format)
 		}
 		sel := "SELECT * FROM " + from
 		if schemaOnly {
-			sel += " LIMIT 0"
+			// in a subquery: a LIMIT at the end of a UNION limits all of it
+			sel = "SELECT * FROM (" + sel + " LIMIT 0)"
 		}
 		selects = append(selects, sel)
 	}
-	view := "CREATE OR REPLACE TEMP VIEW " + quoteIdent(t.Name) + " AS " + strings.Join(selects, " UNION ALL BY NAME ")
-	e.made = append(e.made, "VIEW "+quoteIdent(t.Name))
-	if _, err := e.conn.ExecContext(ctx, view); err != nil {
-		return fmt.Errorf("%w: table %s: reading its files: %s", ErrData, t.Name, oneLine(err.Error()))
-	}
-	return nil
+	return selects, nil
 }
 
 func fileList(files []resolved) string {
@@ -108,4 +129,39 @@ func hiveArgs(keys []string) string {
 		types[i] = quoteString(k) + ": " + partitionType(k)
 	}
 	return ", hive_partitioning = true, hive_types = {" + strings.Join(types, ", ") + "}"
+}
+
+// missingSchemas returns one file (the newest) of each writer schema of all
+// that neither files nor also has.
+func missingSchemas(all, files []DataFile, also *DataFile) []DataFile {
+	key := func(f DataFile) writers.FileSchema {
+		if f.Schema == nil {
+			return writers.FileSchema{}
+		}
+		return *f.Schema
+	}
+	have := map[writers.FileSchema]bool{}
+	for _, f := range files {
+		have[key(f)] = true
+	}
+	if also != nil {
+		have[key(*also)] = true
+	}
+	newest := map[writers.FileSchema]int{}
+	var order []writers.FileSchema
+	for i, f := range all {
+		k := key(f)
+		if have[k] {
+			continue
+		}
+		if _, ok := newest[k]; !ok {
+			order = append(order, k)
+		}
+		newest[k] = i
+	}
+	out := make([]DataFile, len(order))
+	for i, k := range order {
+		out[i] = all[newest[k]]
+	}
+	return out
 }

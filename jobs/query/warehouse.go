@@ -97,6 +97,9 @@ type DataFile struct {
 	Part      int32
 	First     int64
 	Last      int64
+	// Schema names the file's writer schema and column fingerprint (nil
+	// in manifests written before they did).
+	Schema *writers.FileSchema
 }
 
 // KeyValue is one Hive partition directory, key=value.
@@ -344,7 +347,7 @@ func (w *Warehouse) load(name, dir string) (*Dataset, error) {
 
 func dataFile(dir, topic string, partition int32, f writers.File) (DataFile, error) {
 	df := DataFile{Path: path.Join(dir, f.Final), Temp: path.Join(dir, f.Temp), Records: f.Records, Bytes: f.Bytes,
-		Topic: topic, Part: partition, First: f.First, Last: f.Last}
+		Topic: topic, Part: partition, First: f.First, Last: f.Last, Schema: f.Schema}
 	base := path.Base(f.Final)
 	switch {
 	case strings.HasSuffix(base, ".parquet"):

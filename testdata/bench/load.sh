@@ -19,6 +19,14 @@
 # Environment: RECORDS, PARTITIONS (default 4), WORKERS (default 2: loader workers
 # and Spark cores), SPARK=0 skips Spark, FRAMED=0 produces bare Avro (schema_file),
 # KEEP=1 keeps the work directory.
+# VARIANT adds loads of other topics, each against the Avro identity load above
+# in the same run (comma-separated; "all" for both):
+#   protobuf  the same page views as Confluent-framed Protobuf (loadgen --value protobuf,
+#             ts a google.protobuf.Timestamp): Protobuf's CPU per record / Avro's (aim <= 1.5);
+#   explode   Avro page views with an items array of ITEMS (default 4) records, loaded with
+#             map: {mapper: explode, field: items}: explode's CPU per output row / identity's
+#             CPU per record (aim <= 1).
+#   SPARK=0 VARIANT=all RECORDS=1000000 testdata/bench/load.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,6 +36,13 @@ PARTITIONS=${PARTITIONS:-4}
 WORKERS=${WORKERS:-2}
 SPARK=${SPARK:-1}
 FRAMED=${FRAMED:-1}
+VARIANT=${VARIANT:-}
+[ "$VARIANT" = all ] && VARIANT=protobuf,explode
+ITEMS=${ITEMS:-4}
+has_variant() { case ",$VARIANT," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+for v in ${VARIANT//,/ }; do
+  case $v in protobuf | explode) ;; *) echo "load-bench: VARIANT $v: want protobuf, explode or all" >&2; exit 1 ;; esac
+done
 
 log() { echo "[load-bench] $*" >&2; }
 die() { echo "load-bench: $*" >&2; exit 1; }
@@ -94,18 +109,20 @@ r = json.loads(sys.argv[1]); n = sum(e - s for s, e in r.values())
 sys.exit(0 if len(r) == $PARTITIONS and n == $RECORDS else f'load-bench: offsets {r} hold {n} records, want $RECORDS in $PARTITIONS partitions')" "$OFFSETS"
 log "offset ranges: $OFFSETS"
 
-# check_rows NAME DIR: the Parquet dataset under DIR (hive dt=/hr= directories;
-# names starting with _ or ., such as _sluice and _SUCCESS, are not data) must
-# hold RECORDS rows, each (_partition, _offset) once: no record lost or doubled.
+# check_rows NAME DIR [ROWS KEYS]: the Parquet dataset under DIR (hive dt=/hr=
+# directories; names starting with _ or ., such as _sluice and _SUCCESS, are
+# not data) must hold ROWS (default RECORDS) rows, each of its KEYS (default
+# _partition,_offset; explode's rows add _row) once: nothing lost or doubled.
 check_rows() {
-  local n
+  local n want=${3:-$RECORDS} keys=${4:-_partition,_offset}
   n=$(python3 -c "
 import pyarrow.dataset as ds, sys
-t = ds.dataset(sys.argv[1], format='parquet', partitioning='hive').to_table(columns=['_partition', '_offset'])
-print(t.num_rows, t.group_by(['_partition', '_offset']).aggregate([]).num_rows)" "$2")
-  [ "$n" = "$RECORDS $RECORDS" ] ||
-    die "$1 wrote (rows, distinct offsets) = ($n) to $2, want $RECORDS of each: the benchmark would be void"
-  log "$1: $RECORDS rows, each offset once, read back from $2"
+keys = sys.argv[2].split(',')
+t = ds.dataset(sys.argv[1], format='parquet', partitioning='hive').to_table(columns=keys)
+print(t.num_rows, t.group_by(keys).aggregate([]).num_rows)" "$2" "$keys")
+  [ "$n" = "$want $want" ] ||
+    die "$1 wrote (rows, distinct $keys) = ($n) to $2, want $want of each: the benchmark would be void"
+  log "$1: $want rows, each ($keys) once, read back from $2"
 }
 
 # measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL, CPU, RSS_MB.
@@ -156,6 +173,63 @@ LOAD_CPU=$CPU
 OUT_BYTES=$(du -sb --exclude=_sluice "$WORK/warehouse" | cut -f1)
 check_rows "sluice load run" "$WORK/warehouse"
 
+# variant_load NAME TOPIC DECODE MAP: loads TOPIC (produced by the caller) with
+# its own job and measures it; sets CPU as measure does.
+variant_load() {
+  local name=$1 topic=$2 decode=$3 map=$4
+  cat >"$WORK/$name.yaml" <<JOB
+name: bench-$name
+source:
+  bootstrap: [$B]
+  topics: [$topic]
+  max_records_per_task: 1000000
+decode:
+  $decode
+$map
+partition:
+  by: hour
+  time_field: ts
+output:
+  uri: $WORK/warehouse-$name
+  format: parquet
+  compression: zstd
+  metadata_columns: true
+JOB
+  log "load ($name): sluice load run (Parquet-zstd, $WORKERS workers)"
+  measure "load-$name" "$SLUICE" load run "$WORK/$name.yaml" --workers "$WORKERS" --quiet
+}
+if has_variant protobuf; then
+  [ "$FRAMED" = 1 ] || die "VARIANT=protobuf compares with the Confluent-framed Avro load: leave FRAMED=1"
+  "$SLUICE" topics create pageviews-pb --partitions "$PARTITIONS" --bootstrap "$B" >&2
+  log "protobuf: producing $RECORDS page views as Confluent-framed Protobuf"
+  "$WORK/loadgen" --bootstrap "$B" --topic pageviews-pb --records "$RECORDS" --registry "$REG" --value protobuf >"$WORK/loadgen-pb.out"
+  variant_load protobuf pageviews-pb "format: protobuf
+  registry: $REG" ""
+  row "sluice load run, Protobuf → Parquet-zstd" "$RECORDS" "$WALL" "$CPU" "$RSS_MB"
+  PB_CPU=$CPU
+  check_rows "sluice load run (protobuf)" "$WORK/warehouse-protobuf"
+fi
+if has_variant explode; then
+  "$SLUICE" topics create pageviews-items --partitions "$PARTITIONS" --bootstrap "$B" >&2
+  log "explode: producing $RECORDS Avro page views with $ITEMS items each"
+  if [ "$FRAMED" = 1 ]; then
+    "$WORK/loadgen" --bootstrap "$B" --topic pageviews-items --records "$RECORDS" --items "$ITEMS" --registry "$REG" >"$WORK/loadgen-items.out"
+    XDECODE="format: avro
+  registry: $REG"
+  else
+    "$WORK/loadgen" --bootstrap "$B" --topic pageviews-items --records "$RECORDS" --items "$ITEMS" --schema-out "$WORK/items.avsc" >"$WORK/loadgen-items.out"
+    XDECODE="format: avro
+  schema_file: items.avsc"
+  fi
+  variant_load explode pageviews-items "$XDECODE" "map:
+  mapper: explode
+  field: items"
+  XROWS=$((RECORDS * ITEMS))
+  row "sluice load run, explode $ITEMS items → Parquet-zstd (records/s: input records)" "$RECORDS" "$WALL" "$CPU" "$RSS_MB"
+  EXPLODE_CPU=$CPU
+  check_rows "sluice load run (explode)" "$WORK/warehouse-explode" "$XROWS" _partition,_offset,_row
+fi
+
 if [ "$SPARK" = 1 ]; then
   log "Spark: spark-submit --master local[$WORKERS] spark_load.py (Parquet-zstd by dt/hr)"
   if [ "$FRAMED" = 1 ]; then SCHEMA_ARGS=(--registry "$REG"); else SCHEMA_ARGS=(--schema-file "$WORK/pageview.avsc"); fi
@@ -193,6 +267,14 @@ print(f'load / raw fetch rate:               {r:.2f} (aim >= 0.75: {aim(r >= 0.7
 m = $INPUT_BYTES / 1e6 / $LOAD_CPU
 u = $RAW_BYTES / 1e6 / $LOAD_CPU
 print(f'load MB of input per CPU-second:     {m:.1f} as fetched; {u:.1f} of uncompressed keys and values (aim >= 150: {aim(u >= 150)})')
+pb_cpu = '${PB_CPU:-}'
+if pb_cpu:
+    x = float(pb_cpu) / $LOAD_CPU
+    print(f'Protobuf / Avro CPU per record:      {x:.2f} (aim <= 1.5: {aim(x <= 1.5)})')
+x_cpu = '${EXPLODE_CPU:-}'
+if x_cpu:
+    x = (float(x_cpu) / ${XROWS:-1}) / ($LOAD_CPU / $RECORDS)
+    print(f'explode CPU per output row / identity CPU per record: {x:.2f} (aim <= 1: {aim(x <= 1)}; {$ITEMS} rows per record)')
 spark_cpu = '${SPARK_CPU:-}'
 if spark_cpu:
     x = float(spark_cpu) / $LOAD_CPU

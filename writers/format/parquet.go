@@ -1,6 +1,8 @@
 package format
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,7 @@ type parquetWriter struct {
 	// (its appenders fill the plain builders). nil for the other columns.
 	sdict    []*avrocodec.StringDict
 	fp       [32]byte // of the record schema
+	colsFP   string   // of the file's Arrow schema (ColumnsFingerprint)
 	nfields  int
 	meta     bool
 	rowCol   bool // the _row column (Options.RowColumn)
@@ -53,6 +56,12 @@ type parquetWriter struct {
 	records int64
 	flushed int64 // rows in written row groups
 }
+
+// ColumnsFingerprint names the file's column schema: the first 8 bytes of
+// the SHA-256 of its Arrow schema (names, types, nullability, nesting), from
+// which its Parquet schema is made. Files of one fingerprint have the same
+// columns.
+func (p *parquetWriter) ColumnsFingerprint() string { return p.colsFP }
 
 // zstdLevel is the zstd level of Parquet pages: 1 (klauspost's
 // SpeedFastest). On realistic page views it costs a few percent of size
@@ -148,6 +157,8 @@ func newParquetWriter(w io.Writer, schema avro.Schema, opts Options) (*parquetWr
 		fp: rec.Fingerprint(), nfields: nfields, meta: opts.MetadataColumns, rowCol: opts.rowColumn(),
 		tsMicros: opts.TimestampMicros, groupLen: groupLen, groupBytes: groupBytes,
 	}
+	sum := sha256.Sum256([]byte(as.String()))
+	pw.colsFP = "parquet:" + hex.EncodeToString(sum[:8])
 	pw.dict = make([]map[string]int32, len(fields))
 	pw.sdict = make([]*avrocodec.StringDict, len(fields))
 	for i, f := range fields {

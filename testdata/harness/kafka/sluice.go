@@ -132,10 +132,18 @@ func StartSluiceProcess(bin, dataDir string, args ...string) (*Sluice, error) {
 
 var listenAddr = regexp.MustCompile(`addr=("?)([^\s"]+)`)
 
-// parseListening finds the address of a slog "listening" line (text or JSON handler).
+var brokerListening = regexp.MustCompile(`^sluice broker listening on (\S+)$`)
+
+// parseListening finds the address of `sluice broker`'s "sluice broker
+// listening on ADDR" line (the default listener, printed before any
+// listener serves; with several listeners their slog lines come in any
+// order), or of a slog "listening" line (text or JSON handler).
 func parseListening(line string) (string, bool) {
 	if !strings.Contains(line, "listening") {
 		return "", false
+	}
+	if m := brokerListening.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+		return m[1], true
 	}
 	if strings.HasPrefix(strings.TrimSpace(line), "{") {
 		var m map[string]any
