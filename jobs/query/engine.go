@@ -312,7 +312,11 @@ const vanishRetries = 3
 // temporary path (a compaction replaced it since the plan was made).
 func (e *Engine) vanished(p *Plan) bool {
 	for _, t := range p.Tables {
-		for _, f := range t.Files {
+		files := append(append([]DataFile(nil), t.Files...), t.SchemaAlso...)
+		if t.SchemaFrom != nil {
+			files = append(files, *t.SchemaFrom)
+		}
+		for _, f := range files {
 			fin, err1 := vfs.Exists(e.wh.fs, f.Path)
 			tmp, err2 := vfs.Exists(e.wh.fs, f.Temp)
 			if err1 == nil && err2 == nil && !fin && !tmp {
