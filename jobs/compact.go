@@ -293,8 +293,14 @@ func (l *Loader) schemaKey(f writers.ViewFile) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: unknown file format (want .parquet, .avro, .jsonl[.gz|.zst])", writers.ErrCompaction)
 	}
+	// The writer schema the manifest names (a file keeps it when compacted:
+	// files of two writer schemas never become one).
+	key := ext
+	if s := f.Schema; s != nil {
+		key = fmt.Sprintf("%s %s/%d/%d/%s", ext, s.Subject, s.Version, s.ID, s.Fingerprint)
+	}
 	if ext != "parquet" {
-		return ext, nil // Avro files carry their schema; a sink refuses a mix
+		return key, nil // Avro files carry their schema; a sink refuses a mix
 	}
 	r, err := l.openCommitted(f.File)
 	if err != nil {
@@ -305,7 +311,8 @@ func (l *Loader) schemaKey(f writers.ViewFile) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return parquetSchema(r, size)
+	ps, err := parquetSchema(r, size)
+	return key + " " + ps, err
 }
 
 // openCommitted opens a committed file at its final path, or at its
@@ -391,6 +398,7 @@ func (l *Loader) writeCompacted(ctx context.Context, a *writers.CompactionAttemp
 		cf.Sources = append(cf.Sources, keep...)
 	}
 	cf.First, cf.Last, cf.Records = first, last, want
+	cf.Schema = srcs[0].file.Schema // the run's files share it (schemaKey)
 	cf.Final = path.Join(dir, writers.CompactedName(a.Topic(), a.Partition(), first, last+1, a.Seq(), ext))
 	out, temp, err := a.Create(cf.Final)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/faults"
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -344,4 +346,71 @@ func TestCompactCrashPoints(t *testing.T) {
 			t.Fatalf("crash at change %d: %d files after the rerun, want 6", i, n)
 		}
 	}
+}
+
+// Compaction of a topic whose schema evolved three times (evolve_test.go):
+// files of two writer schemas never become one, each compacted file names
+// its inputs' writer schema, and sluice query answers as before, its
+// --tables showing the four versions in the same hours.
+func TestCompactEvolvedTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, registry := startSluiceWithRegistry(t)
+	cl, err := sr.NewClient(sr.URLs(registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "warehouse", "evo")
+	spec, _ := writeJob(t, dir, fmt.Sprintf(pageViewJob, "evo", b.Addr, "evo", 100, "registry: "+registry, "file://"+out))
+	for v := 1; v <= 4; v++ {
+		ss, err := cl.CreateSchema(ctx, "evo-value", sr.Schema{Schema: evoSchemas[v-1], Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		produceAll(t, ctx, b.Addr, "evo", map[bool]int32{true: 1}[v == 1], evoRecords(t, v, ss.ID, int64(v-1)*evoPer))
+		if _, err := jobs.Run(ctx, spec, jobs.Options{}); err != nil {
+			t.Fatalf("run after v%d: %v", v, err)
+		}
+	}
+	uri := "file://" + filepath.Dir(out)
+	before := evoAnswers(t, uri)
+	tablesText := func() (string, int) {
+		e, err := query.Open(ctx, uri, query.Options{CacheDir: filepath.Join(dir, "qcache")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		tables, err := e.Tables(ctx)
+		if err != nil || len(tables) != 1 {
+			t.Fatalf("tables %+v %v", tables, err)
+		}
+		var lines []string
+		for _, s := range tables[0].Schemas {
+			lines = append(lines, fmt.Sprintf("v%d id %d rows %d in %v", s.Version, s.ID, s.Rows, s.Partitions))
+		}
+		return strings.Join(lines, "\n"), tables[0].Files
+	}
+	versionsBefore, filesBefore := tablesText()
+	l, err := jobs.Open(ctx, spec, jobs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rep, err := l.Compact(ctx, jobs.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versionsAfter, filesAfter := tablesText()
+	t.Logf("compacted %d files into %d; versions:\n%s", rep.FilesBefore, rep.FilesAfter, versionsAfter)
+	if filesAfter >= filesBefore || filesAfter != 4 {
+		t.Fatalf("files %d → %d, want one per version (4)", filesBefore, filesAfter)
+	}
+	if versionsAfter != versionsBefore {
+		t.Fatalf("--tables versions after compaction\n%s\nwant\n%s", versionsAfter, versionsBefore)
+	}
+	if got := evoAnswers(t, uri); got != before {
+		t.Fatalf("answers after compaction:\n%s\nwant\n%s", got, before)
+	}
+	checkCompacted(t, out, "evo", map[int32]int64{0: 4 * evoPer})
 }

@@ -320,6 +320,8 @@ func TestSpecEveryFieldRefusesBadValues(t *testing.T) {
 		c(`schedule: "@hourly"`, "allowed_lateness: 87600h", `allowed_lateness: "87600h" is longer than 720h0m0s`),
 		c(`schedule: "@hourly"`, "allowed_lateness: 1.5", `allowed_lateness: "1.5" is not a duration`),
 		c(`schedule: "@hourly"`, "complete_when: balanced", `complete_when: "balanced": want loaded (the default) or audit`),
+		c(`schedule: "@hourly"`, "compact: {after: soon}", `compact.after: "soon": want a duration from 0s to 8760h0m0s`),
+		c(`schedule: "@hourly"`, "compact: {target_file_bytes: 10B}", `compact.target_file_bytes: "10B": want a size from 1KiB to 64GiB`),
 	}
 	named := map[string]bool{}
 	for _, c := range cases {

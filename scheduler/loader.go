@@ -39,6 +39,9 @@ type LoaderEngine struct {
 	// audits: guarded by mu: per source cluster and client settings, the
 	// _audit topic read so far (ProducerCounts reads only what is new).
 	audits map[string]*audit.Reader
+	// locks: guarded by mu: the job lock each job's run holds (LockJob),
+	// for the compaction after the run (compact.go).
+	locks map[*jobs.Spec]*jobs.JobLock
 }
 
 // TakeClock makes c the clock of the loaders the engine opens from now on,
@@ -251,7 +254,19 @@ func (e *LoaderEngine) LockJob(ctx context.Context, job Job) (func(), error) {
 		done()
 		return nil, err
 	}
+	spec, _ := loaderSpec(job)
+	e.mu.Lock()
+	if e.locks == nil {
+		e.locks = map[*jobs.Spec]*jobs.JobLock{}
+	}
+	e.locks[spec] = lk
+	e.mu.Unlock()
 	return func() {
+		e.mu.Lock()
+		if e.locks[spec] == lk {
+			delete(e.locks, spec)
+		}
+		e.mu.Unlock()
 		lk.Release()
 		done()
 	}, nil

@@ -28,6 +28,7 @@ type Metrics struct {
 	auditBehind  *prometheus.GaugeVec     // job, topic
 	jobs         prometheus.Gauge
 	refused      prometheus.Counter
+	compaction   *compactionMetrics // compact.go
 
 	clock       clock.Clock
 	mu          sync.Mutex
@@ -75,6 +76,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		reg.MustRegister(m.runs, m.runsActive, m.runDuration, m.ticksSkipped, m.tasks, m.taskDuration,
 			m.records, m.bytes, m.lag, m.complete, m.auditLatest, m.auditBehind, m.jobs, m.refused, (*sinceCollector)(m))
 	}
+	m.compaction = newCompactionMetrics(reg)
 	return m
 }
 

@@ -54,6 +54,7 @@ func (s *Scheduler) execute(ctx context.Context, job Job, rec RunRecord, adopted
 		return // left running: adopted by a standby or abandoned at the next start
 	}
 	s.settle(ctx, fs, job, &rec, plan, plannedAt, log)
+	s.compactAfterRun(ctx, job, &rec, log)
 	s.finish(ctx, hist, job, rec, log)
 }
 

@@ -11,7 +11,8 @@
 //	└── clicks/ …                                 → table "clicks"
 //
 // The files of a dataset are those its manifests commit (writers.Store.Commits),
-// never a listing: an attempt still writing, debris and withdrawn output are
+// with its compaction records applied (writers.Store.CommittedFiles: the
+// manifests are read first, then the records), never a listing: an attempt still writing, debris and withdrawn output are
 // not read. A committed file not yet moved to its final path is read from its
 // temporary path.
 //

@@ -308,14 +308,19 @@ func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) 
 // replaced under it.
 const vanishRetries = 3
 
-// vanished reports whether a file of p is gone from both its final and its
-// temporary path (a compaction replaced it since the plan was made).
+// vanished reports whether a file of p was not at its final path when the
+// query failed: a compaction replaced it since the plan was made, or the
+// file was read from its temporary path while its commit moved it.
 func (e *Engine) vanished(p *Plan) bool {
 	for _, t := range p.Tables {
-		for _, f := range t.Files {
-			fin, err1 := vfs.Exists(e.wh.fs, f.Path)
-			tmp, err2 := vfs.Exists(e.wh.fs, f.Temp)
-			if err1 == nil && err2 == nil && !fin && !tmp {
+		files := append(append([]DataFile(nil), t.Files...), t.SchemaAlso...)
+		if t.SchemaFrom != nil {
+			files = append(files, *t.SchemaFrom)
+		}
+		for _, f := range files {
+			// Not at its final path: gone, or read from its temporary
+			// path while its commit moved it (then it is final now).
+			if fin, err := vfs.Exists(e.wh.fs, f.Path); err == nil && !fin {
 				return true
 			}
 		}
