@@ -314,6 +314,11 @@ func (l *Loader) Replay(ctx context.Context, id string) (*ReplayReport, error) {
 
 func (l *Loader) replay(ctx context.Context, d *CheckpointDetail, rep *ReplayReport) (err error) {
 	for _, pos := range d.Positions {
+		// Compacted files holding rows of the commits withdrawn keep only
+		// the rows before the checkpoint (compact.go).
+		if err := l.trimCompactions(ctx, pos.Topic, pos.Partition, pos.Offset); err != nil {
+			return fmt.Errorf("jobs: trimming the compacted files of %s/%d from %d: %w", pos.Topic, pos.Partition, pos.Offset, err)
+		}
 		ms, dest, err := l.store.Withdraw(pos.Topic, pos.Partition, pos.Offset)
 		w := Withdrawal{Topic: pos.Topic, Partition: pos.Partition, From: pos.Offset, Commits: len(ms), MovedTo: dest}
 		for _, m := range ms {

@@ -166,7 +166,7 @@ func Open(ctx context.Context, spec *Spec, opts Options) (*Loader, error) {
 	}
 	l.adm = kadm.NewClient(l.kcl)
 	if l.fs = opts.FS; l.fs == nil {
-		if l.fs, err = filesystem.Open(spec.OutputURI()); err != nil {
+		if l.fs, err = filesystem.OpenWith(spec.OutputURI(), spec.HDFSOptions()); err != nil {
 			l.kcl.Close()
 			return nil, fmt.Errorf("jobs: output %s: %w", spec.Output.URI, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafka"
 	"github.com/sluicehq/sluice/internal/topicname"
 	"github.com/sluicehq/sluice/writers"
+	"github.com/sluicehq/sluice/writers/filesystem"
 	"github.com/sluicehq/sluice/writers/format"
 )
 
@@ -48,6 +49,9 @@ type Spec struct {
 	// count equals the producer tier's count in _audit; see
 	// scheduler/complete.go). It does not change what a run writes.
 	CompleteWhen string `yaml:"complete_when" json:"-"`
+	// Compact is when and how the scheduler compacts small files
+	// (compact_spec.go; `sluice compact`).
+	Compact Compact `yaml:"compact" json:"-"`
 
 	// dir is the directory of the spec file: relative paths start there.
 	dir string
@@ -173,6 +177,33 @@ type Output struct {
 	// MaxFileRecords rotates a file after this many records (0: one file per
 	// partition directory per task).
 	MaxFileRecords int64 `yaml:"max_file_records"`
+	// Kerberos logs in to a Kerberized HDFS (hdfs:// only; see
+	// OutputKerberos).
+	Kerberos *OutputKerberos `yaml:"kerberos"`
+}
+
+// OutputKerberos is output.kerberos: the principal and keytab an hdfs://
+// output logs in with (the keytab relative to the spec's directory; the
+// principal defaults to the keytab's first). Without it, a cluster whose
+// HADOOP_CONF_DIR says hadoop.security.authentication=kerberos is reached
+// with KRB5_CLIENT_KTNAME or the ticket cache (KRB5CCNAME).
+type OutputKerberos struct {
+	Principal string `yaml:"principal"`
+	Keytab    string `yaml:"keytab"`
+}
+
+// HDFSOptions are the options of the job's hdfs:// output
+// (output.kerberos).
+func (s *Spec) HDFSOptions() filesystem.HDFSOptions {
+	var o filesystem.HDFSOptions
+	if k := s.Output.Kerberos; k != nil {
+		o.Kerberos.Principal = k.Principal
+		o.Kerberos.Keytab = k.Keytab
+		if k.Keytab != "" && !filepath.IsAbs(k.Keytab) && s.dir != "" {
+			o.Kerberos.Keytab = filepath.Join(s.dir, k.Keytab)
+		}
+	}
+	return o
 }
 
 // StringList is a YAML list of strings that also accepts one
@@ -422,6 +453,9 @@ func (s *Spec) Validate() error {
 	if err := s.validateScheduling(bad); err != nil {
 		return err
 	}
+	if err := s.validateCompact(bad); err != nil {
+		return err
+	}
 	return s.validateOutput(bad, oneOf)
 }
 
@@ -576,6 +610,20 @@ func (s *Spec) validateOutput(bad badFunc, oneOf oneOfFunc) error {
 	fo := format.Options{Kind: format.Kind(o.Format), Compression: o.Compression}
 	if err := fo.Validate(); err != nil {
 		return bad("output.compression", "%q is not available for %s", o.Compression, o.Format)
+	}
+	if k := o.Kerberos; k != nil {
+		if u.Scheme != "hdfs" {
+			return bad("output.kerberos", "only for an hdfs:// output.uri")
+		}
+		if k.Keytab == "" {
+			return bad("output.kerberos.keytab", "missing (a ticket cache needs no output.kerberos: set KRB5CCNAME)")
+		}
+		if p := k.Principal; p != "" {
+			name, realm, hasRealm := strings.Cut(p, "@")
+			if name == "" || (hasRealm && realm == "") || strings.ContainsAny(p, " \t\n") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+				return bad("output.kerberos.principal", "%q is not name[/instance][@REALM]", p)
+			}
+		}
 	}
 	if o.MaxFileRecords < 0 {
 		return bad("output.max_file_records", "%d: must be positive (0: one file per directory per task)", o.MaxFileRecords)

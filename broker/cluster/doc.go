@@ -11,6 +11,7 @@
 //	/brokers/topics/<t>                        persistent {"version":3,"partitions":{"0":[1,2,3]},"topic_id":"<base64 uuid>","adding_replicas":{},"removing_replicas":{}}
 //	/brokers/topics/<t>/partitions/<p>/state   persistent {"version":1,"leader":1,"leader_epoch":4,"isr":[1,3],"controller_epoch":7}
 //	/config/topics/<t>                         persistent {"version":1,"config":{"retention.ms":"..."}}
+//	/config/brokers/<id>                       persistent {"version":1,"config":{"leader.replication.throttled.rate":"..."}} (dynamic broker configs)
 //	/controller                                ephemeral  {"version":1,"brokerid":2,"timestamp":"..."}
 //	/controller_epoch                          persistent "7"
 //	/isr_change_notification/isr_change_<seq>  persistent {"version":1,"partitions":[{"topic","partition"}]}
@@ -90,7 +91,12 @@
 //  9. Metadata. Store (metadata.Store) keeps topics in /brokers/topics and
 //     /config/topics and producer-id blocks in /latest_producer_id_block,
 //     every write conditional. Creating a topic writes its assignment; the
-//     controller sees it and creates the partition states.
+//     controller sees it and creates the partition states. Each broker
+//     watches every /config/topics/<t> too (ConfigGeneration), so a changed
+//     override (a replication throttle) reaches every broker at once rather
+//     than at its next periodic read. A broker's own dynamic configs (the
+//     replication throttles) are in /config/brokers/<id>, written by that
+//     broker only (UpdateBrokerConfig) and read at its start.
 //
 // # Failure cases
 //

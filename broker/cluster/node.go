@@ -89,8 +89,12 @@ type Node struct {
 	partitions map[partitionKey]PartitionState
 	controller int32 // the controller's id as last seen; -1 none
 	leading    bool  // this node is the controller
-	changed    chan struct{}
-	rnd        *rand.Rand
+	// configVersions are the versions of the topics' /config/topics
+	// znodes as last seen (-1: none); configGen counts their changes.
+	configVersions map[string]int32
+	configGen      int64
+	changed        chan struct{}
+	rnd            *rand.Rand
 }
 
 // Start dials ZooKeeper, creates the cluster's persistent paths, registers

@@ -65,9 +65,19 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 	}
 	var changed []PartitionState
 	all := map[partitionKey]PartitionState{}
+	configs := make(map[string]int32, len(names))
 	for _, topic := range names {
 		if err := w.data(c, s.Path(topicPath(topic))); err != nil && !isNoNode(err) {
 			return err
+		}
+		if err := w.data(c, s.Path(configPath(topic))); err != nil && !isNoNode(err) {
+			return err
+		}
+		configs[topic] = -1
+		if ok, stat, err := c.Exists(s.Path(configPath(topic))); err != nil {
+			return err
+		} else if ok {
+			configs[topic] = stat.Version
 		}
 		a, ok, err := readAssignment(s, topic)
 		if err != nil {
@@ -105,6 +115,11 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 	moved := !maps.EqualFunc(n.brokers, brokers, equalBroker) || n.controller != controller ||
 		!maps.EqualFunc(n.partitions, all, sameAssignedState)
 	n.brokers, n.controller, n.partitions = brokers, controller, all
+	if !maps.Equal(n.configVersions, configs) {
+		n.configVersions = configs
+		n.configGen++
+		moved = true
+	}
 	n.mu.Unlock()
 	if len(changed) > 0 && n.opts.OnStates != nil {
 		n.opts.OnStates(changed)
@@ -113,6 +128,15 @@ func (n *Node) readRoles(s *zksession.Session, w *watchSet, delivered map[partit
 		n.notifyChanged()
 	}
 	return nil
+}
+
+// ConfigGeneration counts the changes of the topics' overrides
+// (/config/topics) this node saw: a reader that last read the Store at
+// another generation reads it again.
+func (n *Node) ConfigGeneration() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.configGen
 }
 
 // Partitions returns every partition of the cluster as this node last saw

@@ -54,7 +54,12 @@ type Broker struct {
 	FetchMaxBytes               int64  // fetch.max.bytes: record bytes of one Fetch answer (soft: the first batch goes whole)
 	LogRetentionCheckIntervalMs int64  // log.retention.check.interval.ms
 	ClusterID                   string // cluster.id
-	TopicDefaults               Topic  // the log.* properties, as topic configs
+	// The broker audit tier (internal/audit.Broker): audit.enable,
+	// audit.window.ms, audit.publish.interval.ms.
+	AuditEnable            bool
+	AuditWindowMs          int64
+	AuditPublishIntervalMs int64
+	TopicDefaults          Topic // the log.* properties, as topic configs
 
 	// Cluster mode (--zookeeper); see broker/cluster.
 	ZookeeperConnect          string // zookeeper.connect: host:port[,host:port]/chroot ("" = single node)
@@ -90,6 +95,12 @@ type Topic struct {
 	// UncleanLeaderElection is unclean.leader.election.enable: with no live
 	// ISR member, an out-of-sync replica may lead (losing data).
 	UncleanLeaderElection bool
+	// LeaderThrottledReplicas and FollowerThrottledReplicas are
+	// leader.replication.throttled.replicas and
+	// follower.replication.throttled.replicas, normalized:
+	// "partition:broker,..." or "*" (see ThrottledReplica); "" none.
+	LeaderThrottledReplicas   string
+	FollowerThrottledReplicas string
 }
 
 // DefaultQueuedMaxRequestBytes is sluice's default queued.max.request.bytes:
@@ -114,6 +125,8 @@ func Default() Broker {
 		FetchMaxBytes:               57671680,
 		LogRetentionCheckIntervalMs: 300000,
 		ClusterID:                   "sluice-cluster",
+		AuditWindowMs:               600000,
+		AuditPublishIntervalMs:      60000,
 		ZookeeperSessionTimeoutMs:   18000,
 		AutoLeaderRebalance:         true,
 		LeaderImbalanceCheckSecs:    300,
@@ -284,6 +297,9 @@ var brokerProps = []brokerProp{
 	int64Prop("queued.max.request.bytes", "request bytes read but not yet answered, over all connections; reading waits beyond it (0 or -1: no bound)", func(b *Broker) *int64 { return &b.QueuedMaxRequestBytes }, -1),
 	int64Prop("fetch.max.bytes", "record bytes of one Fetch answer (the first batch is sent whole even if larger)", func(b *Broker) *int64 { return &b.FetchMaxBytes }, 1024),
 	int64Prop("log.retention.check.interval.ms", "how often retention (and flush.ms) runs", func(b *Broker) *int64 { return &b.LogRetentionCheckIntervalMs }, 1),
+	boolProp("audit.enable", "count the records this broker's partition leaders append per topic and window and publish the counts to _audit (the broker tier of sluice audit)", func(b *Broker) *bool { return &b.AuditEnable }),
+	int64Prop("audit.window.ms", "width of the broker audit tier's windows (must divide sluice audit's --window)", func(b *Broker) *int64 { return &b.AuditWindowMs }, 1),
+	int64Prop("audit.publish.interval.ms", "how often the broker publishes its audit counts to _audit (and at shutdown)", func(b *Broker) *int64 { return &b.AuditPublishIntervalMs }, 1),
 	{name: "cluster.id", doc: "cluster id reported in Metadata",
 		apply: func(b *Broker, v string) error { b.ClusterID = strings.TrimSpace(v); return nil },
 		get:   func(b *Broker) string { return b.ClusterID }},
@@ -470,6 +486,7 @@ var kafkaTypes = map[string]int8{
 	"zookeeper.connect": typeString, "broker.rack": typeString, "zookeeper.session.timeout.ms": typeInt,
 	"min.insync.replicas": typeInt, "unclean.leader.election.enable": typeBoolean, "auto.leader.rebalance.enable": typeBoolean,
 	"leader.imbalance.check.interval.seconds": typeLong, "leader.imbalance.per.broker.percentage": typeInt,
+	"leader.replication.throttled.replicas": typeList, "follower.replication.throttled.replicas": typeList,
 }
 
 func kafkaType(name string) int8 {

@@ -69,6 +69,65 @@ var topicProps = []topicProp{
 			return nil
 		},
 		get: func(t *Topic) string { return strconv.FormatBool(t.UncleanLeaderElection) }},
+	throttledReplicasProp("leader.replication.throttled.replicas", func(t *Topic) *string { return &t.LeaderThrottledReplicas },
+		"replicas (partition:broker,... or *) whose leader throttles its answers to out-of-sync followers to leader.replication.throttled.rate (cluster mode)"),
+	throttledReplicasProp("follower.replication.throttled.replicas", func(t *Topic) *string { return &t.FollowerThrottledReplicas },
+		"replicas (partition:broker,... or *) that fetch from their leader at most at follower.replication.throttled.rate while out of sync (cluster mode)"),
+}
+
+// throttledReplicasProp is a replication throttle's replica list: Kafka's
+// "partition:broker,partition:broker" or "*" (every replica), "" none. No
+// broker property supplies a default.
+func throttledReplicasProp(name string, field func(*Topic) *string, doc string) topicProp {
+	return topicProp{name: name, doc: doc,
+		set: func(t *Topic, v string) error {
+			x, err := normalizeThrottledReplicas(v)
+			*field(t) = x
+			return err
+		},
+		get: func(t *Topic) string { return *field(t) }}
+}
+
+func normalizeThrottledReplicas(v string) (string, error) {
+	v = strings.ReplaceAll(strings.TrimSpace(v), " ", "")
+	if v == "" || v == "*" {
+		return v, nil
+	}
+	for _, e := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(e, ":")
+		if !ok {
+			return "", fmt.Errorf("entry %q is not partition:broker (the list is partition:broker,... or *)", e)
+		}
+		if n, err := strconv.ParseInt(p, 10, 32); err != nil || n < 0 {
+			return "", fmt.Errorf("entry %q: partition %q is not a partition number", e, p)
+		}
+		if n, err := strconv.ParseInt(b, 10, 32); err != nil || n < 0 {
+			return "", fmt.Errorf("entry %q: broker %q is not a broker id", e, b)
+		}
+	}
+	return v, nil
+}
+
+// ThrottledReplica reports whether a throttled-replicas list (a value of
+// leader.replication.throttled.replicas or
+// follower.replication.throttled.replicas, as normalized) names the
+// replica of partition on broker: "*" names every replica.
+func ThrottledReplica(list string, partition, broker int32) bool {
+	switch list {
+	case "":
+		return false
+	case "*":
+		return true
+	}
+	want := strconv.Itoa(int(partition)) + ":" + strconv.Itoa(int(broker))
+	for len(list) > 0 {
+		var e string
+		e, list, _ = strings.Cut(list, ",")
+		if e == want {
+			return true
+		}
+	}
+	return false
 }
 
 func findTopicProp(name string) (topicProp, bool) {

@@ -22,10 +22,20 @@
 // partition-level fetch error delays that partition alone for FetchBackoff
 // (Kafka's delayed partitions); a failed request backs the whole fetcher off.
 //
+// Replication throttles (throttle.go, KIP-73): a leader sends no records
+// to an out-of-sync follower of a throttled replica while its
+// leader.replication.throttled.rate is overdrawn, and a follower leaves its
+// out-of-sync throttled replicas out of its fetches while its
+// follower.replication.throttled.rate is; in-sync replicas and clients are
+// never throttled.
+//
 // Lock order: Manager.applyMu -> partition.mu -> Manager.mu -> fetcher.mu;
 // partition.mu before the partition log's locks.
 //
-// Compared with Kafka: no follower fetching for clients; DeleteRecords is
-// answered once the leader moved its log start, not after the followers'
-// (Kafka's low watermark).
+// Followers name their log start in each fetch; the leader's low watermark
+// (LowWatermark) is the smallest log start over it and its ISR, and
+// DeleteRecords waits for it (WaitLowWatermark), as Kafka's delayed
+// DeleteRecords does. Compared with Kafka: no follower fetching for
+// clients; the low watermark spans the ISR rather than every live replica
+// (an out-of-sync follower does not hold up a DeleteRecords).
 package replica

@@ -85,6 +85,11 @@ func (f *fetcher) add(p *partition) {
 	f.parts[p.key] = p
 	delete(f.delayed, p.key) // a new role starts undelayed
 	f.mu.Unlock()
+	f.poke()
+}
+
+// poke wakes an idle fetcher to look at its partitions again.
+func (f *fetcher) poke() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -125,10 +130,13 @@ type work struct {
 	a           fetchAssignment
 	fetchOffset int64
 	latestEpoch int32
+	logStart    int64 // sent to the leader (its low watermark, DeleteRecords)
+	throttled   bool  // its bytes count against the follower throttle
 }
 
-// snapshot lists the partitions of the next round: those not delayed. When
-// some are delayed, next is the earliest end of their delays.
+// snapshot lists the partitions of the next round: those not delayed, nor
+// throttled while the follower throttle is overdrawn. When some are left
+// out, next is the earliest time one of them may come back.
 func (f *fetcher) snapshot() (ws []work, next time.Time) {
 	now := f.m.clock.Now()
 	f.mu.Lock()
@@ -152,10 +160,19 @@ func (f *fetcher) snapshot() (ws []work, next time.Time) {
 		}
 		return ps[i].key.partition < ps[j].key.partition
 	})
+	over, until := f.m.followerQuota.exceeded(now)
 	for _, p := range ps {
 		p.mu.Lock()
 		if a := p.fetching; a != nil && a.leader == f.leader {
-			ws = append(ws, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch()})
+			throttled := !a.truncating && f.m.followerThrottledLocked(p)
+			if throttled && over {
+				if next.IsZero() || until.Before(next) {
+					next = until
+				}
+			} else {
+				ws = append(ws, work{p: p, a: *a, fetchOffset: p.log.LogEndOffset(), latestEpoch: p.log.LatestEpoch(),
+					logStart: p.log.LogStartOffset(), throttled: throttled})
+			}
 		}
 		p.mu.Unlock()
 	}
@@ -386,7 +403,7 @@ func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 		t := fetchTopicOf(&req.Topics, w.p.key.topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = w.p.key.partition, w.a.epoch, w.fetchOffset
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, -1, opts.FetchPartitionMaxBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, w.logStart, opts.FetchPartitionMaxBytes
 		t.Partitions = append(t.Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -400,16 +417,24 @@ func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 	for _, w := range ws {
 		byKey[w.p.key] = w
 	}
+	var throttledBytes int64
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			w, ok := byKey[partitionKey{rt.Topic, rp.Partition}]
 			if !ok {
 				continue
 			}
+			if w.throttled {
+				throttledBytes += int64(len(rp.RecordBatches))
+			}
 			if !f.applyFetched(w, &rp) {
 				delayed = append(delayed, w.p.key)
 			}
 		}
+	}
+	if throttledBytes > 0 {
+		f.m.followerQuota.record(throttledBytes, f.m.clock.Now())
+		f.m.metrics.throttledBytes.WithLabelValues("follower").Add(float64(throttledBytes))
 	}
 	return delayed, nil
 }

@@ -27,7 +27,7 @@ func (m *Manager) becomeLeaderLocked(p *partition, st State) error {
 		if id == m.opts.BrokerID {
 			continue
 		}
-		f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+		f := &followerState{leo: -1, logStart: -1, lastFetchLeaderLEO: -1}
 		if slices.Contains(st.ISR, id) {
 			f.lastCaughtUp = now
 		}
@@ -52,7 +52,7 @@ func (m *Manager) syncFollowersLocked(p *partition, replicas []int32) {
 	}
 	for _, id := range replicas {
 		if id != m.opts.BrokerID && p.followers[id] == nil {
-			p.followers[id] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			p.followers[id] = &followerState{leo: -1, logStart: -1, lastFetchLeaderLEO: -1}
 		}
 	}
 }
@@ -88,6 +88,13 @@ func (p *partition) leaderCheckLocked(currentLeaderEpoch int32) int16 {
 // high watermark and this leadership's first offset) and advances the high
 // watermark. It returns the high watermark to put in the answer.
 func (m *Manager) FollowerFetched(topic string, partition int32, replicaID int32, fetchOffset int64, now time.Time) (hw int64, errCode int16) {
+	return m.FollowerFetchedAt(topic, partition, replicaID, fetchOffset, -1, now)
+}
+
+// FollowerFetchedAt is FollowerFetched with the follower's log start as its
+// fetch names it (-1: not given), which the low watermark (LowWatermark)
+// is the minimum over.
+func (m *Manager) FollowerFetchedAt(topic string, partition int32, replicaID int32, fetchOffset, logStart int64, now time.Time) (hw int64, errCode int16) {
 	p := m.get(topic, partition)
 	if p == nil {
 		return -1, kerr.NotLeaderForPartition.Code
@@ -113,6 +120,10 @@ func (m *Manager) FollowerFetched(topic string, partition int32, replicaID int32
 	f.lastFetch, f.lastFetchLeaderLEO = now, leo
 	if fetchOffset <= leo { // beyond it the follower diverged; it must truncate first
 		f.leo = fetchOffset
+	}
+	if logStart >= 0 && logStart != f.logStart {
+		f.logStart = logStart
+		p.notifyLocked() // WaitLowWatermark
 	}
 	m.maybeExpandISRLocked(p, replicaID, f)
 	m.maybeIncrementHWLocked(p)
@@ -314,6 +325,14 @@ type Appended struct {
 // change waits for it). errCode is a Kafka code for a refusal; err an
 // append error (the caller maps it as for a single node).
 func (m *Manager) AppendLeader(topic string, partition int32, acks int16, batches []byte, opts plog.AppendOptions) (res Appended, errCode int16, err error) {
+	return m.AppendLeaderInEpoch(topic, partition, -1, acks, batches, opts)
+}
+
+// AppendLeaderInEpoch is AppendLeader that appends only while this broker
+// leads in leader epoch epoch (-1: any), else NOT_LEADER_OR_FOLLOWER: a
+// group coordinator's appends, bound to the leadership it loaded its
+// groups in.
+func (m *Manager) AppendLeaderInEpoch(topic string, partition, epoch int32, acks int16, batches []byte, opts plog.AppendOptions) (res Appended, errCode int16, err error) {
 	p := m.get(topic, partition)
 	if p == nil {
 		return res, kerr.NotLeaderForPartition.Code, nil
@@ -322,6 +341,9 @@ func (m *Manager) AppendLeader(topic string, partition int32, acks int16, batche
 	defer p.mu.Unlock()
 	if code := m.checkProduceLocked(p, acks); code != 0 {
 		return res, code, nil
+	}
+	if epoch >= 0 && p.epoch != epoch {
+		return res, kerr.NotLeaderForPartition.Code, nil
 	}
 	opts.LeaderEpoch, opts.AssignOffsets = p.epoch, true
 	res.AppendResult, err = p.log.Append(batches, opts)
@@ -422,4 +444,73 @@ func (m *Manager) EndOffsetForEpoch(topic string, partition, currentLeaderEpoch,
 		return p.epochStart, epoch, 0
 	}
 	return p.epochStart, latest, 0
+}
+
+// LowWatermark is a leader's low watermark of a partition (Kafka's
+// lowWatermarkIfLeader): the smallest log start over its own log and its
+// in-sync followers' as their fetches last said (a follower not heard from
+// yet counts as -1). errCode is NOT_LEADER_OR_FOLLOWER when this broker
+// does not lead it.
+func (m *Manager) LowWatermark(topic string, partition int32) (lw int64, errCode int16) {
+	p := m.get(topic, partition)
+	if p == nil {
+		return -1, kerr.NotLeaderForPartition.Code
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.applied || !p.leader {
+		return -1, kerr.NotLeaderForPartition.Code
+	}
+	return p.lowWatermarkLocked(m.opts.BrokerID), 0
+}
+
+func (p *partition) lowWatermarkLocked(self int32) int64 {
+	lw := p.log.LogStartOffset()
+	for _, id := range p.isr {
+		if id == self {
+			continue
+		}
+		f := p.followers[id]
+		if f == nil {
+			return -1
+		}
+		lw = min(lw, f.logStart)
+	}
+	return lw
+}
+
+// WaitLowWatermark waits until the low watermark of a partition this
+// broker leads reaches offset (DeleteRecords: Kafka's delayed
+// DeleteRecords), at most timeout on the Manager's clock. It returns the
+// low watermark and 0, REQUEST_TIMED_OUT (ctx ended or timeout passed; lw
+// is the low watermark then) or NOT_LEADER_OR_FOLLOWER.
+func (m *Manager) WaitLowWatermark(ctx context.Context, topic string, partition int32, offset int64, timeout time.Duration) (lw int64, errCode int16) {
+	p := m.get(topic, partition)
+	if p == nil {
+		return -1, kerr.NotLeaderForPartition.Code
+	}
+	t := m.clock.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		if !p.applied || !p.leader {
+			p.mu.Unlock()
+			return -1, kerr.NotLeaderForPartition.Code
+		}
+		lw = p.lowWatermarkLocked(m.opts.BrokerID)
+		changed := p.changed
+		p.mu.Unlock()
+		if lw >= offset {
+			return lw, 0
+		}
+		select {
+		case <-ctx.Done():
+			return lw, kerr.RequestTimedOut.Code
+		case <-m.ctx.Done():
+			return lw, kerr.NotLeaderForPartition.Code
+		case <-t.C():
+			return lw, kerr.RequestTimedOut.Code
+		case <-changed:
+		}
+	}
 }

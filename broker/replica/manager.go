@@ -50,6 +50,10 @@ type Options struct {
 	AlterISR func(ctx context.Context, topic string, partition, leaderEpoch int32, isr []int32, version int32) (newVersion int32, err error)
 	// MinInSync returns a topic's min.insync.replicas; nil = 1.
 	MinInSync func(topic string) int
+	// Throttled reports whether this broker's replica of a partition is in
+	// the topic's leader.replication.throttled.replicas (leaderSide) or
+	// follower.replication.throttled.replicas; nil = none is (throttle.go).
+	Throttled func(topic string, partition int32, leaderSide bool) bool
 
 	LagTimeMax    time.Duration // replica.lag.time.max.ms; 0 = 30 s
 	FetchWaitMax  time.Duration // replica.fetch.wait.max.ms; 0 = 500 ms
@@ -117,6 +121,9 @@ type Manager struct {
 
 	applyMu sync.Mutex // serialises Apply
 
+	// The replication throttles (throttle.go); each has its own lock, a leaf.
+	leaderQuota, followerQuota *quota
+
 	mu sync.Mutex // guards the fields below; taken before partition.mu, never after
 	// Guarded by mu.
 	parts    map[partitionKey]*partition
@@ -129,7 +136,7 @@ func New(opts Options) *Manager {
 	opts.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{opts: opts, logger: opts.Logger.With("broker", opts.BrokerID), clock: opts.Clock, ctx: ctx, cancel: cancel,
-		parts: map[partitionKey]*partition{}, fetchers: map[int32]*fetcher{}}
+		parts: map[partitionKey]*partition{}, fetchers: map[int32]*fetcher{}, leaderQuota: newQuota(), followerQuota: newQuota()}
 	m.metrics = newMetrics(m)
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(m.metrics); err != nil {

@@ -17,6 +17,7 @@ var MetricNames = []string{
 	"sluice_replica_fetcher_bytes_total",
 	"sluice_replica_epoch_requests_total",
 	"sluice_replica_diverging_epochs_total",
+	"sluice_replica_throttled_bytes_total",
 }
 
 // metrics are a Manager's counters, and gauges computed at each scrape.
@@ -29,6 +30,9 @@ type metrics struct {
 	// epochRequests counts OffsetForLeaderEpoch requests sent,
 	// divergingEpochs the Fetch answers that named a diverging epoch.
 	epochRequests, divergingEpochs prometheus.Counter
+	// throttledBytes counts the record bytes charged to the replication
+	// throttles, by side (leader, follower).
+	throttledBytes *prometheus.CounterVec
 
 	leaders, underReplicated, underMinISR, maxLag *prometheus.Desc
 }
@@ -47,6 +51,8 @@ func newMetrics(m *Manager) *metrics {
 			Help: "OffsetForLeaderEpoch requests the fetchers sent (after OFFSET_OUT_OF_RANGE or a refused append)."}),
 		divergingEpochs: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_replica_diverging_epochs_total",
 			Help: "Fetch answers naming a diverging epoch (KIP-320), each followed by a cut of the follower's log."}),
+		throttledBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_replica_throttled_bytes_total",
+			Help: "Record bytes of throttled replicas charged to this broker's replication throttles (leader.replication.throttled.rate, follower.replication.throttled.rate)."}, []string{"side"}),
 		leaders: prometheus.NewDesc("sluice_replica_leader_partitions",
 			"Partitions this broker leads.", nil, nil),
 		underReplicated: prometheus.NewDesc("sluice_replica_under_replicated_partitions",
@@ -66,6 +72,7 @@ func (x *metrics) Describe(ch chan<- *prometheus.Desc) {
 	x.fetchedBytes.Describe(ch)
 	x.epochRequests.Describe(ch)
 	x.divergingEpochs.Describe(ch)
+	x.throttledBytes.Describe(ch)
 	ch <- x.leaders
 	ch <- x.underReplicated
 	ch <- x.underMinISR
@@ -80,6 +87,7 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 	x.fetchedBytes.Collect(ch)
 	x.epochRequests.Collect(ch)
 	x.divergingEpochs.Collect(ch)
+	x.throttledBytes.Collect(ch)
 	s := x.m.Stats()
 	ch <- prometheus.MustNewConstMetric(x.leaders, prometheus.GaugeValue, float64(s.Leaders))
 	ch <- prometheus.MustNewConstMetric(x.underReplicated, prometheus.GaugeValue, float64(s.UnderReplicated))

@@ -35,6 +35,7 @@ type partition struct {
 // followerState is what the leader knows of one follower (Kafka's Replica).
 type followerState struct {
 	leo                int64 // the follower's log end: its last fetch offset; -1 unknown
+	logStart           int64 // the follower's log start as its last fetch said; -1 unknown
 	lastCaughtUp       time.Time
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64 // the leader's log end at lastFetch

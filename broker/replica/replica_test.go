@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	plog "github.com/sluicehq/sluice/broker/log"
 )
 
 var kerrTopicExists = kerr.TopicAlreadyExists
@@ -69,4 +71,28 @@ func TestISRShrinkAndExpand(t *testing.T) {
 		t.Errorf("stats after expansion: %+v", s)
 	}
 	c.check(h)
+}
+
+// AppendLeaderInEpoch (a group coordinator's appends) appends only in the
+// leadership it names: after the leadership moved away and back (a later
+// epoch on the same broker) an append naming the old epoch is refused with
+// NOT_LEADER_OR_FOLLOWER, one naming the current epoch lands.
+func TestAppendLeaderInEpoch(t *testing.T) {
+	c := newCluster(t, 2, 1, 1, 10*time.Second)
+	both := []int32{1, 2}
+	first := c.elect(0, 1, both)
+	c.waitFor("broker 1 leads", func() bool { l, _, ok := c.node(1).mgr.Role(c.topic, 0); return ok && l })
+	if _, code, err := c.node(1).mgr.AppendLeaderInEpoch(c.topic, 0, first.LeaderEpoch, 1, makeBatch(-1, -1, -1, []string{"a"}), plog.AppendOptions{}); code != 0 || err != nil {
+		t.Fatalf("append in the current epoch %d: code %d, %v", first.LeaderEpoch, code, err)
+	}
+	c.elect(0, 2, both)
+	c.waitFor("broker 1 follows", func() bool { l, _, ok := c.node(1).mgr.Role(c.topic, 0); return ok && !l })
+	again := c.elect(0, 1, both)
+	c.waitFor("broker 1 leads again", func() bool { l, e, ok := c.node(1).mgr.Role(c.topic, 0); return ok && l && e == again.LeaderEpoch })
+	if _, code, _ := c.node(1).mgr.AppendLeaderInEpoch(c.topic, 0, first.LeaderEpoch, 1, makeBatch(-1, -1, -1, []string{"stale"}), plog.AppendOptions{}); code != kerr.NotLeaderForPartition.Code {
+		t.Errorf("append naming epoch %d while leading in %d: code %d, want NOT_LEADER_OR_FOLLOWER", first.LeaderEpoch, again.LeaderEpoch, code)
+	}
+	if _, code, err := c.node(1).mgr.AppendLeaderInEpoch(c.topic, 0, again.LeaderEpoch, 1, makeBatch(-1, -1, -1, []string{"b"}), plog.AppendOptions{}); code != 0 || err != nil {
+		t.Errorf("append in the current epoch %d: code %d, %v", again.LeaderEpoch, code, err)
+	}
 }

@@ -3,9 +3,9 @@ package server
 // AlterConfigs (key 33), versions 0-2: replaces a topic's config overrides
 // with those given (Kafka's semantics: keys left out return to their
 // defaults), validated like CreateTopics' and applied to the open
-// partitions at once. Deviation: broker resources are refused with
-// INVALID_REQUEST — sluice reads broker properties from --config at start,
-// it has no dynamic broker configs.
+// partitions at once. A broker resource may set only the replication
+// throttles (broker_configs.go); sluice reads every other broker property
+// from --config at start.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,9 +26,14 @@ func handleAlterConfigs(s *Server, rc *requestContext, kreq kmsg.Request) (reply
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var code int16
 		var msg string
-		if rr.ResourceType != resourceTopic {
-			code, msg = kerr.InvalidRequest.Code, notTopicResource(int8(rr.ResourceType))
-		} else {
+		switch rr.ResourceType {
+		case resourceBroker:
+			set := map[string]*string{}
+			for _, c := range rr.Configs {
+				set[c.Name] = c.Value
+			}
+			code, msg = s.alterBrokerConfigs(rr.ResourceName, set, true, req.ValidateOnly)
+		case resourceTopic:
 			overrides := map[string]string{}
 			for _, c := range rr.Configs {
 				if c.Value != nil {
@@ -39,6 +44,8 @@ func handleAlterConfigs(s *Server, rc *requestContext, kreq kmsg.Request) (reply
 			if code == 0 && !req.ValidateOnly {
 				rc.logger.Info("altered topic configs", "topic", rr.ResourceName, "configs", overrides)
 			}
+		default:
+			code, msg = kerr.InvalidRequest.Code, notTopicResource(int8(rr.ResourceType))
 		}
 		sr.ErrorCode = code
 		if code != 0 {
@@ -50,8 +57,5 @@ func handleAlterConfigs(s *Server, rc *requestContext, kreq kmsg.Request) (reply
 }
 
 func notTopicResource(t int8) string {
-	if t == resourceBroker {
-		return "sluice has no dynamic broker configs: set broker properties in the --config file and restart"
-	}
-	return "only topic configs can be altered"
+	return "only topic configs and the brokers' replication throttles can be altered"
 }

@@ -8,7 +8,8 @@ package server
 //	cluster.Node ──Changed───► clusterLoop ────────┴► reconcile (clusterView.mu):
 //	      1. the registry follows the Store: topics, ids, partition counts,
 //	         assignments and configs (the Store is read when the Node's
-//	         view differs from what was last read, and every storeRecheck)
+//	         view differs from what was last read, when it saw a topic's
+//	         overrides change, and every storeRecheck)
 //	      2. the partitions assigned to this broker are opened; those of
 //	         deleted topics deleted
 //	      3. the states of every partition are published for Metadata and
@@ -85,30 +86,39 @@ type clusterView struct {
 	node *cluster.Node
 	self int32
 
-	mu       sync.Mutex // serialises reconcile; guards the fields below
-	lastLoad time.Time
-	loaded   map[string]topicShape // what the Store held at the last read
-	leaderOf map[partitionKey]bool // partitions this broker led at the last reconcile
-	stopped  bool                  // Shutdown began: no more reconciles
+	mu        sync.Mutex // serialises reconcile; guards the fields below
+	lastLoad  time.Time
+	configGen int64                 // the Node's ConfigGeneration at the last read of the Store
+	loaded    map[string]topicShape // what the Store held at the last read
+	leaderOf  map[partitionKey]bool // partitions this broker led at the last reconcile
+	stopped   bool                  // Shutdown began: no more reconciles
 
 	statesMu sync.RWMutex // guards states and owned
 	states   map[partitionKey]cluster.PartitionState
-	owned    map[int32]bool // offsets partitions whose groups the coordinator loaded
+	owned    map[int32]int32 // offsets partitions whose groups the coordinator loaded -> the leader epoch it loaded in
 }
 
 // owns reports whether the group coordinator serves the groups of offsets
 // partition p.
 func (cv *clusterView) owns(p int32) bool {
-	cv.statesMu.RLock()
-	defer cv.statesMu.RUnlock()
-	return cv.owned[p]
+	_, ok := cv.ownedEpoch(p)
+	return ok
 }
 
-func (cv *clusterView) setOwned(p int32, on bool) {
+// ownedEpoch is the leader epoch the coordinator loaded offsets partition
+// p in; ok false when it does not serve p's groups.
+func (cv *clusterView) ownedEpoch(p int32) (epoch int32, ok bool) {
+	cv.statesMu.RLock()
+	defer cv.statesMu.RUnlock()
+	epoch, ok = cv.owned[p]
+	return epoch, ok
+}
+
+func (cv *clusterView) setOwned(p int32, epoch int32, on bool) {
 	cv.statesMu.Lock()
 	defer cv.statesMu.Unlock()
 	if on {
-		cv.owned[p] = true
+		cv.owned[p] = epoch
 	} else {
 		delete(cv.owned, p)
 	}
@@ -127,7 +137,7 @@ type topicShape struct {
 
 func newClusterView(node *cluster.Node) *clusterView {
 	return &clusterView{node: node, self: node.ID(), loaded: map[string]topicShape{}, leaderOf: map[partitionKey]bool{},
-		states: map[partitionKey]cluster.PartitionState{}, owned: map[int32]bool{}}
+		states: map[partitionKey]cluster.PartitionState{}, owned: map[int32]int32{}}
 }
 
 // state returns a partition's state as last seen.
@@ -187,13 +197,13 @@ func (s *Server) reconcile() {
 	cv.states = states
 	cv.statesMu.Unlock()
 
-	if s.storeStale(shapes) {
+	if gen := cv.node.ConfigGeneration(); s.storeStale(shapes) || gen != cv.configGen {
 		topics, _, err := s.opts.Metadata.Load()
 		if err != nil {
 			s.logger.Warn("cluster: reading the topics; retrying", "err", err)
 		} else {
 			s.followStore(topics)
-			cv.lastLoad = time.Now()
+			cv.lastLoad, cv.configGen = time.Now(), gen
 		}
 	}
 	s.openAssigned()

@@ -4,12 +4,18 @@ package server
 // offset (offset -1 = the high watermark) and deletes the segments wholly
 // below it; the answer is the new low watermark. An offset above the high
 // watermark is OFFSET_OUT_OF_RANGE; a compact-only topic is refused with
-// POLICY_VIOLATION, as Kafka does. The timeout is not used: the change is
-// local and done before the answer.
+// POLICY_VIOLATION, as Kafka does. On a single node the change is local
+// and done before the answer. In cluster mode the leader moves its log
+// start, then (as Kafka's delayed DeleteRecords) answers once the low
+// watermark — the smallest log start over the leader and its in-sync
+// followers, which learn the new one from their next fetch answer and
+// report theirs in the fetch after — reached the offset, or
+// REQUEST_TIMED_OUT (low watermark -1) after TimeoutMillis.
 
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +47,13 @@ func handleDeleteRecords(s *Server, rc *requestContext, kreq kmsg.Request) (repl
 					sp.ErrorCode = code
 				} else {
 					sp.LowWatermark, sp.ErrorCode = deleteRecordsBefore(rc, part, rp.Offset)
+					if sp.ErrorCode == 0 && s.replicas != nil {
+						sp.LowWatermark, sp.ErrorCode = s.replicas.WaitLowWatermark(rc.ctx, t.name, rp.Partition, sp.LowWatermark,
+							time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+						if sp.ErrorCode != 0 {
+							sp.LowWatermark = -1 // as Kafka's expired DeleteRecords
+						}
+					}
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -93,7 +93,10 @@ type fetchTarget struct {
 	code             int16           // the leader's refusal, 0 if none
 	follower         bool            // a follower's fetch: read to the log end
 	lastFetchedEpoch int32           // v12 LastFetchedEpoch of a full fetch; -1 otherwise
+	logStart         int64           // a follower's log start (LogStartOffset of a full fetch); -1 otherwise
 	diverging        *divergingEpoch // the follower's log diverged: answer this, no records
+	throttled        bool            // a throttled replica's fetch: its bytes charge the leader's throttle
+	throttleSkip     bool            // ... and the throttle is overdrawn: no records
 }
 
 func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error) {
@@ -143,11 +146,15 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 		sess.epoch = nextEpoch(req.SessionEpoch)
 	}
 	targets := fetchTargets(s, req, sess, incremental)
+	var throttledUntil time.Time
 	if s.replicas != nil {
-		replicaFetchChecks(s, req.ReplicaID, targets)
+		throttledUntil = replicaFetchChecks(s, req.ReplicaID, targets)
 	}
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := s.clock.Now().Add(maxWait)
+	if !throttledUntil.IsZero() && throttledUntil.Before(deadline) {
+		deadline = throttledUntil // a throttled partition may be served then
+	}
 	var timer clock.Timer
 	defer func() {
 		if timer != nil {
@@ -157,6 +164,9 @@ func handleFetch(s *Server, rc *requestContext, kreq kmsg.Request) (reply, error
 	for {
 		rep, changed, total, anyErr := readTargets(rc, req, targets)
 		if anyErr || maxWait <= 0 || total >= int64(req.MinBytes) || !s.clock.Now().Before(deadline) || rc.ctx.Err() != nil {
+			if s.replicas != nil {
+				chargeLeaderThrottle(s, rep, targets)
+			}
 			if sess != nil {
 				rep.sessionID = sess.id
 				rep.filterSession(targets, incremental)
@@ -191,7 +201,7 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 	if incremental {
 		for _, p := range sess.order {
 			out = append(out, fetchTarget{topicName: p.key.topic, t: resolve(p.key.topic), partition: p.key.partition,
-				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p, lastFetchedEpoch: -1})
+				fetchOffset: p.fetchOffset, maxBytes: p.maxBytes, leaderEpoch: p.leaderEpoch, cached: p, lastFetchedEpoch: -1, logStart: -1})
 		}
 		return out
 	}
@@ -201,13 +211,13 @@ func fetchTargets(s *Server, req *kmsg.FetchRequest, sess *fetchSession, increme
 			key := sessionKey{rt.Topic, rp.Partition}
 			if i, dup := seen[key]; dup { // as Kafka: the last mention counts, at the first one's place
 				out[i].fetchOffset, out[i].maxBytes, out[i].leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
-				out[i].lastFetchedEpoch = lastFetchedEpoch(req, &rp)
+				out[i].lastFetchedEpoch, out[i].logStart = lastFetchedEpoch(req, &rp), rp.LogStartOffset
 				continue
 			}
 			seen[key] = len(out)
 			ft := fetchTarget{topicName: rt.Topic, t: resolve(rt.Topic), partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
-				lastFetchedEpoch: lastFetchedEpoch(req, &rp)}
+				lastFetchedEpoch: lastFetchedEpoch(req, &rp), logStart: rp.LogStartOffset}
 			if sess != nil {
 				ft.cached = sess.parts[key]
 			}
@@ -245,6 +255,10 @@ func readTargets(rc *requestContext, req *kmsg.FetchRequest, targets []fetchTarg
 			fp.code = w.code
 		case !w.replicated && rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch) != 0:
 			fp.code = rc.conn.s.leaderEpochCode(w.t, w.partition, w.leaderEpoch)
+		case w.throttleSkip:
+			// The leader's replication throttle is overdrawn: offsets only.
+			fp.hw, fp.logStart = part.log.HighWatermark(), part.log.LogStartOffset()
+			_, fp.lastStable = fetchBound(part.log, req.IsolationLevel, fp.hw)
 		case w.diverging != nil:
 			// No records: the follower cuts its log first. Answered at once.
 			fp.hw, fp.logStart = part.log.HighWatermark(), part.log.LogStartOffset()

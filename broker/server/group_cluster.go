@@ -13,7 +13,12 @@ package server
 //
 // The coordinator's appends (commits, group metadata) are replicated
 // appends waited for like acks=all (group_storage.go): a commit is answered
-// once the partition's ISR holds it, so the next coordinator has it. An
+// once the partition's ISR holds it, so the next coordinator has it. Each
+// goes in the leader epoch the partition's groups were loaded in
+// (registry.groupEpochs, checked under the replica's lock as the append
+// is made): a coordinator that lost the partition cannot append after the
+// new leader took it, and one that leads it again in a later epoch reloads
+// its groups first (what the other coordinator wrote meanwhile). An
 // OffsetCommit waits without the coordinator's lock (group.StagedStorage;
 // the group's later commits queue behind it). Deviation from Kafka: the
 // other appends (a group's metadata at a rebalance, expiry and delete
@@ -196,21 +201,51 @@ func (s *Server) followGroups(leads map[partitionKey]bool) {
 		return
 	}
 	for p := range t.npart {
-		lead, loaded := leads[partitionKey{group.OffsetsTopic, p}] && t.partition(p) != nil, cv.owns(p)
+		lead := leads[partitionKey{group.OffsetsTopic, p}] && t.partition(p) != nil
+		epoch := s.coordinatorEpoch(p)
+		if epoch < 0 {
+			lead = false // the replica Manager does not lead it (yet)
+		}
+		loadedIn, loaded := cv.ownedEpoch(p)
 		switch {
-		case lead && !loaded:
+		case lead && (!loaded || loadedIn != epoch):
+			// Not loaded, or loaded in an earlier leadership (lost and
+			// regained between two reconciles): another coordinator may
+			// have written meanwhile, so the groups are read again.
+			s.topics.groupEpochs.Delete(p)
+			cv.setOwned(p, 0, false)
 			if err := s.groups.LoadPartition(p, t.npart); err != nil {
 				s.logger.Error("cluster: load the groups of an offsets partition; retrying", "partition", p, "err", err)
 				continue
 			}
-			s.logger.Info("cluster: coordinating the groups of an offsets partition", "partition", p)
-			cv.setOwned(p, true)
+			s.topics.groupEpochs.Store(p, epoch)
+			s.logger.Info("cluster: coordinating the groups of an offsets partition", "partition", p, "leader_epoch", epoch, "reloaded", loaded)
+			cv.setOwned(p, epoch, true)
 		case !lead && loaded:
-			cv.setOwned(p, false)
+			s.topics.groupEpochs.Delete(p)
+			cv.setOwned(p, 0, false)
 			s.groups.DropPartition(p)
 			s.logger.Info("cluster: no longer coordinating the groups of an offsets partition", "partition", p)
 		}
 	}
+}
+
+// coordinatorEpoch is the leader epoch in which this broker leads offsets
+// partition p: the replica Manager's (what an append is checked against),
+// or the partition state's without one; -1 when it does not lead it.
+func (s *Server) coordinatorEpoch(p int32) int32 {
+	if s.replicas != nil {
+		leader, epoch, ok := s.replicas.Role(group.OffsetsTopic, p)
+		if !ok || !leader {
+			return -1
+		}
+		return epoch
+	}
+	st, ok := s.cluster.state(group.OffsetsTopic, p)
+	if !ok || st.Leader != s.cluster.self {
+		return -1
+	}
+	return st.LeaderEpoch
 }
 
 // splitCoordinated splits a request's groups into those this broker

@@ -95,10 +95,20 @@ func (it internalTopic) appendReplicated(m *replica.Manager, part *partition, ba
 }
 
 // stageReplicated appends batch as the partition's leader and returns the
-// wait for the ISR to hold it (at most coordinatorCommitTimeout).
+// wait for the ISR to hold it (at most coordinatorCommitTimeout). An
+// offsets partition's append goes only in the leader epoch its groups were
+// loaded in (registry.groupEpochs): NOT_COORDINATOR otherwise.
 func (it internalTopic) stageReplicated(m *replica.Manager, part *partition, batch []byte) (wait func() error, err error) {
+	epoch := int32(-1) // any: the transaction coordinator's topic
+	if it.name == group.OffsetsTopic {
+		e, ok := it.reg.groupEpochs.Load(part.tp.Partition)
+		if !ok {
+			return nil, coordinatorAppendError(it.name, part.tp.Partition, kerr.NotLeaderForPartition.Code)
+		}
+		epoch = e.(int32)
+	}
 	part.mu.Lock()
-	res, code, err := m.AppendLeader(it.name, part.tp.Partition, -1, batch, plog.CoordinatorAppend(batch))
+	res, code, err := m.AppendLeaderInEpoch(it.name, part.tp.Partition, epoch, -1, batch, plog.CoordinatorAppend(batch))
 	part.mu.Unlock()
 	if code != 0 {
 		return nil, coordinatorAppendError(it.name, part.tp.Partition, code)

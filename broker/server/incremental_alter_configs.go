@@ -3,11 +3,9 @@ package server
 // IncrementalAlterConfigs (key 44), versions 0-1: SET, DELETE, APPEND and
 // SUBTRACT (list configs: cleanup.policy) on a topic's config overrides,
 // validated and applied to the open partitions at once; a resource's
-// operations apply all or none. Deviation as AlterConfigs: broker resources
-// are refused with INVALID_REQUEST, except a resource whose operations are
-// all DELETE: sluice has no dynamic broker configs, so there is nothing to
-// delete and the answer is NONE, as Kafka answers deleting an unset dynamic
-// config (kafka-reassign-partitions --verify clears its throttles so).
+// operations apply all or none. A broker resource may SET or DELETE only
+// the replication throttles (broker_configs.go); deleting any other
+// config answers NONE, as Kafka answers deleting an unset dynamic config.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,8 +29,22 @@ func handleIncrementalAlterConfigs(s *Server, rc *requestContext, kreq kmsg.Requ
 }
 
 func incrementalAlter(s *Server, rc *requestContext, req *kmsg.IncrementalAlterConfigsRequest, rr *kmsg.IncrementalAlterConfigsRequestResource) (int16, string) {
-	if rr.ResourceType == resourceBroker && onlyDeletes(rr.Configs) {
-		return 0, ""
+	if rr.ResourceType == resourceBroker {
+		set := map[string]*string{}
+		for _, c := range rr.Configs {
+			switch int8(c.Op) {
+			case incrementalDelete:
+				set[c.Name] = nil
+			case 0: // SET
+				if c.Value == nil {
+					return kerr.InvalidConfig.Code, "broker config " + c.Name + ": SET needs a value"
+				}
+				set[c.Name] = c.Value
+			default:
+				return kerr.InvalidRequest.Code, "broker config " + c.Name + ": only SET and DELETE apply to a broker's configs"
+			}
+		}
+		return s.alterBrokerConfigs(rr.ResourceName, set, false, req.ValidateOnly)
 	}
 	if rr.ResourceType != resourceTopic {
 		return kerr.InvalidRequest.Code, notTopicResource(int8(rr.ResourceType))
@@ -65,12 +77,3 @@ func incrementalAlter(s *Server, rc *requestContext, req *kmsg.IncrementalAlterC
 
 // incrementalDelete is IncrementalAlterConfigs' DELETE operation.
 const incrementalDelete = 1
-
-func onlyDeletes(cs []kmsg.IncrementalAlterConfigsRequestResourceConfig) bool {
-	for _, c := range cs {
-		if c.Op != incrementalDelete {
-			return false
-		}
-	}
-	return true
-}

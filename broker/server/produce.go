@@ -208,5 +208,8 @@ func produceOne(s *Server, rc *requestContext, t *topic, p *partition, records [
 	if !res.Duplicate {
 		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
 		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+		if s.audit != nil {
+			s.audit.Appended(t.name, p.tp.Partition, records)
+		}
 	}
 }

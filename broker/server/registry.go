@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -98,6 +99,12 @@ type registry struct {
 	// coordinators' internal topics append and wait (group_storage.go);
 	// nil on a single node.
 	coordinatorRepl atomic.Pointer[replica.Manager]
+	// groupEpochs are, per __consumer_offsets partition the group
+	// coordinator loaded in cluster mode, the leader epoch it loaded in:
+	// its appends go in that epoch only (group_storage.go), so a
+	// coordinator that lost the partition, even one that leads it again in
+	// a later epoch before it reloaded, never appends.
+	groupEpochs sync.Map // int32 -> int32
 }
 
 // openRegistry loads the store, opens every registered partition and
@@ -152,21 +159,49 @@ func openRegistry(store metadata.Store, mgr *plog.Manager, b config.Broker, logg
 		logger.Info("opened topics", "topics", len(topics), "partitions", partitions, "elapsed", time.Since(start).String())
 	}
 	if !fresh {
-		var orphans []plog.TopicPartition
-		for _, tp := range mgr.Partitions() {
-			if t, ok := r.topics[tp.Topic]; ok && tp.Partition < t.npart {
-				continue
-			}
-			orphans = append(orphans, tp)
-		}
-		if len(orphans) > 0 {
-			logger.Warn("deleting partitions of unregistered topics", "partitions", len(orphans), "first", orphans[0].String())
-			if err := mgr.DeleteMany(orphans); err != nil {
-				return nil, fmt.Errorf("%w: delete orphan partitions: %v", ErrStorage, err)
-			}
+		if err := deleteStrays(mgr, logger, r.topics, topics, pl); err != nil {
+			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// deleteStrays deletes the partition directories the metadata does not
+// account for: those of topics that no longer exist (deleted while this
+// broker was down) or beyond their partition count and, in cluster mode,
+// stray replicas (Kafka's stray-replica cleanup): partitions of a live
+// topic whose assignment no longer lists this broker (moved away while it
+// was down). A partition in a move lists both its old and new replicas,
+// so a replica being moved off this broker is kept until the move ends.
+func deleteStrays(mgr *plog.Manager, logger *slog.Logger, registered map[string]*topic, topics []metadata.Topic, pl placement) error {
+	assigned := map[string][][]int32{}
+	for _, mt := range topics {
+		if int32(len(mt.Replicas)) == mt.Partitions {
+			assigned[mt.Name] = mt.Replicas
+		}
+	}
+	var orphans, strays []plog.TopicPartition
+	for _, tp := range mgr.Partitions() {
+		t, ok := registered[tp.Topic]
+		switch {
+		case !ok || tp.Partition >= t.npart:
+			orphans = append(orphans, tp)
+		case pl != nil && assigned[tp.Topic] != nil && !slices.Contains(assigned[tp.Topic][tp.Partition], pl.ID()):
+			strays = append(strays, tp)
+		}
+	}
+	if len(orphans) > 0 {
+		logger.Warn("deleting partitions of unregistered topics", "partitions", len(orphans), "first", orphans[0].String())
+	}
+	if len(strays) > 0 {
+		logger.Warn("deleting stray replicas: partitions no longer assigned to this broker", "partitions", len(strays), "first", strays[0].String())
+	}
+	if all := append(orphans, strays...); len(all) > 0 {
+		if err := mgr.DeleteMany(all); err != nil {
+			return fmt.Errorf("%w: delete orphan partitions: %v", ErrStorage, err)
+		}
+	}
+	return nil
 }
 
 // metaErr maps a metadata store error to the server's sentinels.

@@ -108,6 +108,9 @@ func produceReplicated(s *Server, rc *requestContext, acks int16, t *topic, p *p
 	if !res.Duplicate {
 		s.metrics.bytesIn.WithLabelValues(t.name).Add(float64(len(records)))
 		s.metrics.recordsIn.WithLabelValues(t.name).Add(float64(res.LastOffset - res.BaseOffset + 1))
+		if s.audit != nil {
+			s.audit.Appended(t.name, p.tp.Partition, records)
+		}
 	}
 	if acks == -1 {
 		*waits = append(*waits, replicatedAppend{topic: ti, part: pi, name: t.name, partition: p.tp.Partition, appended: res})
@@ -134,9 +137,10 @@ func awaitReplicated(s *Server, rc *requestContext, timeoutMillis int32, resp *k
 }
 
 // replicaFetchChecks applies the leader's checks to each fetch target and,
-// for a follower's fetch, records its fetch offsets. It runs once per Fetch,
-// before the long poll.
-func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) {
+// for a follower's fetch, records its fetch offsets and applies the
+// leader's replication throttle (throttledUntil: when an overdrawn throttle
+// frees, zero if none is). It runs once per Fetch, before the long poll.
+func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) (throttledUntil time.Time) {
 	now := s.clock.Now()
 	for i := range targets {
 		w := &targets[i]
@@ -164,10 +168,36 @@ func replicaFetchChecks(s *Server, replicaID int32, targets []fetchTarget) {
 					continue
 				}
 			}
-			if _, code := s.replicas.FollowerFetched(w.topicName, w.partition, replicaID, w.fetchOffset, now); code != 0 {
+			if _, code := s.replicas.FollowerFetchedAt(w.topicName, w.partition, replicaID, w.fetchOffset, w.logStart, now); code != 0 {
 				w.code = code
+				continue
+			}
+			var until time.Time
+			w.throttled, w.throttleSkip, until = s.replicas.LeaderThrottle(w.topicName, w.partition, replicaID)
+			if w.throttleSkip && (throttledUntil.IsZero() || until.Before(throttledUntil)) {
+				throttledUntil = until
 			}
 		}
+	}
+	return throttledUntil
+}
+
+// chargeLeaderThrottle charges the leader's replication throttle with the
+// record bytes an answer carries for throttled replicas. targets and the
+// answer's partitions are in the same order.
+func chargeLeaderThrottle(s *Server, rep *fetchReply, targets []fetchTarget) {
+	var n int64
+	i := 0
+	for _, ft := range rep.topics {
+		for _, fp := range ft.parts {
+			if i < len(targets) && targets[i].throttled && fp.region != nil {
+				n += fp.region.Len()
+			}
+			i++
+		}
+	}
+	if n > 0 {
+		s.replicas.RecordLeaderThrottled(n)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/broker/cluster"
+	"github.com/sluicehq/sluice/broker/config"
 	"github.com/sluicehq/sluice/broker/replica"
 )
 
@@ -37,11 +38,27 @@ func (s *Server) startReplication(node *cluster.Node) {
 			}
 			return 1
 		},
+		Throttled: func(topic string, partition int32, leaderSide bool) bool {
+			t, ok := s.topics.get(topic)
+			if !ok {
+				return false
+			}
+			list := t.cfg.FollowerThrottledReplicas
+			if leaderSide {
+				list = t.cfg.LeaderThrottledReplicas
+			}
+			return config.ThrottledReplica(list, partition, node.ID())
+		},
 		LagTimeMax: time.Duration(s.cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Clock:      s.clock,
 		Logger:     s.logger.With("component", "replica"),
 	})
 	s.SetReplicas(m)
+	if cfg, err := node.BrokerConfig(); err != nil {
+		s.logger.Warn("cluster: reading this broker's dynamic configs (replication throttles); none applied", "err", err)
+	} else if len(cfg) > 0 {
+		s.applyBrokerConfig(cfg)
+	}
 }
 
 // applyReplicas hands the Manager the states of the partitions this broker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/audit"
 	"log/slog"
 	"net"
 	"net/http"
@@ -70,6 +71,10 @@ type Server struct {
 	// default one (Serve) first; never empty.
 	listenerSpecs []*listener
 	users         metadata.UserStore // SCRAM credentials; nil if the store keeps none
+	// audit is the broker audit tier (audit.go; nil: audit.enable off).
+	audit     *audit.Broker
+	auditOnce sync.Once
+	auditRep  *audit.BrokerReporter // guarded by mu
 
 	// ctx is cancelled at Shutdown: long polls return, readers stop.
 	ctx    context.Context
@@ -162,13 +167,19 @@ func New(opts Options) (*Server, error) {
 		unlock()
 		return nil, err
 	}
-	txns, err := openTxn(opts, cfg, reg, groups, pids, m)
+	specs, err := buildListeners(cfg, opts.Logger)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
 		return nil, err
 	}
-	specs, err := buildListeners(cfg, opts.Logger)
+	brokerAudit, err := newBrokerAudit(cfg, specs)
+	if err != nil {
+		_ = mgr.Close()
+		unlock()
+		return nil, err
+	}
+	txns, err := openTxn(opts, cfg, reg, groups, pids, m, brokerAudit)
 	if err != nil {
 		_ = mgr.Close()
 		unlock()
@@ -185,7 +196,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{listenerSpecs: specs, users: userStore(opts.Metadata), opts: opts, cfg: cfg, clock: opts.Clock, logger: opts.Logger, mgr: mgr, topics: reg, pids: pids, metrics: m,
 		sessions: newFetchSessions(int(cfg.FetchSessionSlots)), reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes, m), groups: groups, txn: txns,
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, connsPerIP: map[string]int{}, unlock: unlock,
-		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP}
+		maxConns: cfg.MaxConnections, maxConnsPerIP: cfg.MaxConnectionsPerIP, audit: brokerAudit}
 	s.retentionWG.Add(4)
 	go s.retentionLoop()
 	go s.groupLoop()
@@ -245,6 +256,9 @@ func (s *Server) ServeListener(ln net.Listener, name string) error {
 	}
 	adv := spec.addr
 	s.mu.Unlock()
+	if spec == s.listenerSpecs[0] {
+		s.startAuditReporter(ln.Addr())
+	}
 	s.logger.Info("listening", "listener", spec.name, "security_protocol", spec.protocol, "addr", ln.Addr().String(), "advertised", adv.String(), "node_id", s.cfg.NodeID)
 	var backoff time.Duration
 	for {
@@ -389,6 +403,7 @@ func advertisedAddr(configured string, bound net.Addr) hostPort {
 // partition logs, which writes the clean-shutdown marker. If ctx ends first
 // the remaining connections are closed hard.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAudit(ctx) // publishes through a listener: before they close
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

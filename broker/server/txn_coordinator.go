@@ -10,6 +10,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/audit"
 	"log/slog"
 	"os"
 	"strconv"
@@ -37,7 +38,8 @@ func (st txnStateStorage) MaxBatchBytes() int { return st.maxBatchBytes() }
 type txnMarkers struct {
 	reg    *registry
 	groups *group.Coordinator
-	crash  *markerCrash // nil unless CrashAfterMarkersEnv is set
+	crash  *markerCrash  // nil unless CrashAfterMarkersEnv is set
+	audit  *audit.Broker // the broker audit tier (nil: off)
 }
 
 // CrashAfterMarkersEnv is a test-only hook of a binary built with the
@@ -120,20 +122,23 @@ func (m txnMarkers) WriteMarker(tp txn.TopicPartition, producerID int64, epoch i
 	if tp.Topic == group.OffsetsTopic {
 		m.groups.CompleteTxn(tp.Partition, producerID, commit)
 	}
+	if m.audit != nil {
+		m.audit.Marker(tp.Topic, tp.Partition, producerID, commit)
+	}
 	return nil
 }
 
 // openTxn builds the transaction coordinator from the broker's
 // transaction.* properties and replays __transaction_state (completing the
 // transactions a crash left half ended).
-func openTxn(opts Options, cfg config.Broker, reg *registry, groups *group.Coordinator, pids *producerIDs, m *metrics) (*txn.Coordinator, error) {
+func openTxn(opts Options, cfg config.Broker, reg *registry, groups *group.Coordinator, pids *producerIDs, m *metrics, brokerAudit *audit.Broker) (*txn.Coordinator, error) {
 	tc, err := cfg.Txn()
 	if err != nil {
 		return nil, err
 	}
 	c, err := txn.New(txn.Options{
 		StateLog:           txnStateStorage{internalTopic{reg: reg, name: txn.StateTopic, partitions: int32(tc.StatePartitions)}},
-		Markers:            txnMarkers{reg: reg, groups: groups, crash: markerCrashFromEnv(opts.Logger)},
+		Markers:            txnMarkers{reg: reg, groups: groups, crash: markerCrashFromEnv(opts.Logger), audit: brokerAudit},
 		AllocateProducerID: pids.allocate,
 		Clock:              opts.Clock,
 		Logger:             opts.Logger.With("component", "txn-coordinator"),

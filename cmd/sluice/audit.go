@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -28,6 +29,8 @@ var errUnbalanced = errors.New("audit: windows do not balance")
 func newAuditCommand() *cobra.Command {
 	var (
 		bootstrap, topic, jobPath string
+		sourceBootstrap           string
+		metricsFile               string
 		since, lateness, window   time.Duration
 		timeout                   time.Duration
 		asJSON                    bool
@@ -77,6 +80,21 @@ func newAuditCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if sourceBootstrap != "" {
+				// The whole path: the producer and broker tiers of the
+				// mirror's source cluster, the mirror, broker and load
+				// tiers of this one.
+				srcClient, err := kafka.ClientOptions(sourceBootstrap, security)
+				if err != nil {
+					return err
+				}
+				src, err := audit.ReadCounts(ctx, srcClient)
+				if err != nil {
+					return fmt.Errorf("--source-bootstrap: %w", err)
+				}
+				counts.Counts = append(counts.Counts, audit.Relabel(src.Counts)...)
+				counts.Unreadable += src.Unreadable
+			}
 			now := time.Now()
 			var from time.Time
 			if since > 0 {
@@ -88,6 +106,15 @@ func newAuditCommand() *cobra.Command {
 			}
 			if counts.Unreadable > 0 {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%d records of %s could not be read (another format version?)", counts.Unreadable, audit.Topic))
+			}
+			if metricsFile != "" {
+				reg := prometheus.NewRegistry()
+				if err := rep.Register(reg); err != nil {
+					return err
+				}
+				if err := prometheus.WriteToTextfile(metricsFile, reg); err != nil {
+					return fmt.Errorf("audit: --metrics-file: %w", err)
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
@@ -108,6 +135,7 @@ func newAuditCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&bootstrap, "bootstrap", kafka.DefaultBootstrap, "broker addresses HOST:PORT[,HOST:PORT] (default with --job: the job's source)")
 	sec = addSecurityFlags(f)
+	f.StringVar(&sourceBootstrap, "source-bootstrap", "", "a mirror's source cluster: its producer and broker (as source-broker) tiers join this cluster's mirror, broker and load tiers")
 	f.StringVarP(&topic, "topic", "t", "", "audit this topic only (default: every topic with producer counts)")
 	f.DurationVar(&since, "since", 24*time.Hour, "audit the windows that ended in this last span (0: all)")
 	f.StringVar(&jobPath, "job", "", "a job spec: its committed manifests are the load tier")
@@ -115,12 +143,13 @@ func newAuditCommand() *cobra.Command {
 	f.DurationVar(&window, "window", audit.DefaultWindow, "window width audited; every tier's window must divide it")
 	f.DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&metricsFile, "metrics-file", "", "also write per tier and topic the latest balanced window and the unbalanced windows to this file, in the Prometheus text format (a node exporter's textfile collector)")
 	return cmd
 }
 
 // jobLoadTier reads the load tier of a job from its committed manifests.
 func jobLoadTier(spec *jobs.Spec) (audit.Load, error) {
-	fs, err := filesystem.Open(spec.OutputURI())
+	fs, err := filesystem.OpenWith(spec.OutputURI(), spec.HDFSOptions())
 	if err != nil {
 		return audit.Load{}, fmt.Errorf("audit: output of %s: %w", spec.Name, err)
 	}

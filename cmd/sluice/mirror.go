@@ -124,6 +124,8 @@ offset) go to the compacted topic NAME.checkpoints on the target every --checkpo
 	f.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 5*time.Second, "how often offset-translation checkpoints are written")
 	f.DurationVar(&cfg.RefreshInterval, "refresh-interval", 10*time.Second, "how often the source is listed for new topics and partitions")
 	f.StringVar(&cfg.Compression, "compression", "none", "target batch compression: none, gzip, snappy, lz4 or zstd")
+	f.BoolVar(&cfg.Audit, "audit", false, "count the records copied per topic and window and publish the counts to the target's _audit in the copies' transaction (the mirror tier of sluice audit)")
+	f.DurationVar(&cfg.AuditWindow, "audit-window", 10*time.Minute, "width of the audit's windows, by record time (keep it across restarts)")
 	f.BoolVar(&cfg.ExitWhenCaughtUp, "exit-when-caught-up", false, "exit once every partition reached the source's high watermark")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9406)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -97,6 +97,8 @@ func newReassignCommand(withAdmin func(*cobra.Command, func(context.Context, *ka
 		file      string
 		verify    bool
 		cancel    bool
+		throttle  int64
+		preserve  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "reassign",
@@ -107,7 +109,13 @@ first) or every partition of --reassignment-json-file in Kafka's format
 ({"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}).
 The command returns once the brokers accepted the moves; --verify tells, per
 partition, whether its move is in progress or completed (exit status 1 until
-all are); --cancel puts each partition back on the replicas it had.`,
+all are); --cancel puts each partition back on the replicas it had.
+--throttle BYTES/S limits the moves' replication as Kafka's tool does
+(leader.replication.throttled.rate and follower.replication.throttled.rate on
+the brokers involved, the moving replicas in the topics'
+leader/follower.replication.throttled.replicas; clients are never throttled);
+--verify removes the throttle once every move completed (--preserve-throttles
+keeps it).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			var moves []kafka.Move
@@ -129,12 +137,23 @@ all are); --cancel puts each partition back on the replicas it had.`,
 			if verify && cancel {
 				return fmt.Errorf("give --verify or --cancel, not both")
 			}
+			if throttle < -1 || (throttle >= 0 && (verify || cancel)) {
+				return fmt.Errorf("--throttle: a rate in bytes/s (at least 0) for starting moves, not with --verify or --cancel")
+			}
 			return withAdmin(c, func(ctx context.Context, a *kafka.Admin) error {
 				switch {
 				case verify:
-					return a.VerifyReassign(ctx, moves, c.OutOrStdout())
+					if err := a.VerifyReassign(ctx, moves, c.OutOrStdout()); err != nil || preserve {
+						return err
+					}
+					return a.ClearReassignThrottle(ctx, moves, c.OutOrStdout())
 				case cancel:
 					return a.CancelReassign(ctx, moves, c.OutOrStdout())
+				}
+				if throttle >= 0 {
+					if err := a.ThrottleReassign(ctx, moves, throttle, c.OutOrStdout()); err != nil {
+						return err
+					}
 				}
 				return a.Reassign(ctx, moves, c.OutOrStdout())
 			})
@@ -146,6 +165,8 @@ all are); --cancel puts each partition back on the replicas it had.`,
 	cmd.Flags().StringVar(&file, "reassignment-json-file", "", "a reassignment plan in Kafka's JSON format")
 	cmd.Flags().BoolVar(&verify, "verify", false, "show whether each move is in progress or completed (exit 1 until all are)")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the moves: each partition goes back to its replicas before the move")
+	cmd.Flags().Int64Var(&throttle, "throttle", -1, "limit the moves' replication to this many bytes/s (removed by --verify once they completed)")
+	cmd.Flags().BoolVar(&preserve, "preserve-throttles", false, "with --verify: keep the replication throttle after the moves completed")
 	return cmd
 }
 

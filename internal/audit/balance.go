@@ -13,6 +13,10 @@ const (
 	StatePending  = "pending"  // not balanced yet, younger than the lateness
 	StateMissing  = "missing"  // a tier holds fewer records, older than the lateness
 	StateExtra    = "extra"    // a tier holds more records than the producers acknowledged
+	// StateClock is a window only a broker's clock counted (records
+	// appended then, whose record times are in other windows): shown,
+	// not balanced.
+	StateClock = "clock-only"
 )
 
 // Options of Balance.
@@ -85,6 +89,27 @@ type Report struct {
 type rowKey struct {
 	topic string
 	start int64
+}
+
+// Relabel returns counts with the broker tiers renamed to the source
+// cluster's (TierSourceBroker, TierSourceBrokerClock) and every other tier
+// but the producer's dropped: the tiers a mirror's source cluster holds
+// (`sluice audit --source-bootstrap`).
+func Relabel(counts []Count) []Count {
+	out := make([]Count, 0, len(counts))
+	for _, c := range counts {
+		switch c.Tier {
+		case TierProducer:
+		case TierBroker:
+			c.Tier = TierSourceBroker
+		case TierBrokerClock:
+			c.Tier = TierSourceBrokerClock
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Balance sums the counts of every tier per (topic, window) and compares
@@ -213,16 +238,33 @@ func Balance(counts []Count, load *Load, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// balancedTier reports whether a tier other than the informational ones
+// counted the window.
+func balancedTier(tiers map[Tier]TierCount) bool {
+	for t := range tiers {
+		if !informational(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // judge sets w's Diff, State and Reasons and adds it to rep's sums.
 func judge(w *Window, tiers map[Tier]bool, rep *Report, young, skips bool) {
+	if !balancedTier(w.Tiers) {
+		w.State = StateClock
+		return
+	}
 	p := w.Tiers[TierProducer].Messages
 	var names []Tier
 	for t := range tiers {
-		if t != TierProducer {
+		if t != TierProducer && !informational(t) {
 			names = append(names, t)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return tierRank(names[i]) < tierRank(names[j]) || tierRank(names[i]) == tierRank(names[j]) && names[i] < names[j]
+	})
 	w.State = StateBalanced
 	for _, t := range names {
 		tc := w.Tiers[t]
@@ -283,6 +325,8 @@ func reasons(t Tier, tc TierCount, d int64, skips bool) []string {
 		switch {
 		case t == TierLoad && skips:
 			rs = append(rs, fmt.Sprintf("%s: %d deleted by retention before loading (the skipped ranges)", t, rest))
+		case t == TierBroker || t == TierSourceBroker:
+			rs = append(rs, fmt.Sprintf("%s: %d not counted (not appended, or appended since a broker's last publish before it died, or in a transaction open across a broker restart or leader change)", t, rest))
 		default:
 			rs = append(rs, fmt.Sprintf("%s: %d not there (yet)", t, rest))
 		}

@@ -20,9 +20,45 @@ type Tier string
 // The tiers.
 const (
 	TierProducer Tier = "producer"
-	TierBroker   Tier = "broker"
-	TierLoad     Tier = "load"
+	// TierBroker is the records a partition leader appended, by record
+	// time; TierBrokerClock the same records by the broker's clock at the
+	// append (shown, never balanced: its windows are not the producers').
+	TierBroker      Tier = "broker"
+	TierBrokerClock Tier = "broker-clock"
+	// TierMirror is the records `sluice mirror` copied, counted in the
+	// target transaction that holds the copies.
+	TierMirror Tier = "mirror"
+	TierLoad   Tier = "load"
+	// TierSourceBroker is the broker tier of the source cluster of a
+	// mirror (`sluice audit --source-bootstrap`: its broker counts
+	// relabelled, so they do not add to the target's).
+	TierSourceBroker      Tier = "source-broker"
+	TierSourceBrokerClock Tier = "source-broker-clock"
 )
+
+// informational reports tiers shown beside the books but never balanced.
+func informational(t Tier) bool { return t == TierBrokerClock || t == TierSourceBrokerClock }
+
+// tierRank orders the tiers along the data's path.
+func tierRank(t Tier) int {
+	switch t {
+	case TierProducer:
+		return 0
+	case TierSourceBroker:
+		return 1
+	case TierSourceBrokerClock:
+		return 2
+	case TierMirror:
+		return 3
+	case TierBroker:
+		return 4
+	case TierBrokerClock:
+		return 5
+	case TierLoad:
+		return 6
+	}
+	return 7
+}
 
 // Topic is the audit topic's name.
 const Topic = "_audit"
@@ -149,19 +185,22 @@ func (c *Counter) Origin() string { return c.origin }
 func (c *Counter) Window() time.Duration { return c.window }
 
 // Add counts one record of topic with timestamp ts and size bytes.
-func (c *Counter) Add(topic string, ts time.Time, bytes int64) { c.add(topic, ts, bytes, false) }
+func (c *Counter) Add(topic string, ts time.Time, bytes int64) { c.add(topic, ts, 1, bytes, false) }
+
+// AddN counts n records of topic in the window of ts, bytes in all.
+func (c *Counter) AddN(topic string, ts time.Time, n, bytes int64) { c.add(topic, ts, n, bytes, false) }
 
 // AddMalformed counts one record of topic the tier could not read.
-func (c *Counter) AddMalformed(topic string, ts time.Time) { c.add(topic, ts, 0, true) }
+func (c *Counter) AddMalformed(topic string, ts time.Time) { c.add(topic, ts, 1, 0, true) }
 
-func (c *Counter) add(topic string, ts time.Time, bytes int64, malformed bool) {
+func (c *Counter) add(topic string, ts time.Time, n, bytes int64, malformed bool) {
 	k := cellKey{topic, WindowStart(ts, c.window)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ce := c.cells[k]
 	if ce == nil {
 		if len(c.cells) >= c.max {
-			c.dropped++
+			c.dropped += n
 			return
 		}
 		ce = &cell{}
@@ -171,9 +210,9 @@ func (c *Counter) add(topic string, ts time.Time, bytes int64, malformed bool) {
 		c.cells[k] = ce
 	}
 	if malformed {
-		ce.malformed++
+		ce.malformed += n
 	} else {
-		ce.messages++
+		ce.messages += n
 		ce.bytes += bytes
 	}
 	ce.dirty = true

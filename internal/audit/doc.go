@@ -13,6 +13,15 @@
 //	             ▼
 //	   Publisher ──► _audit (cleanup.policy=compact) ──► ReadCounts ──► Balance
 //
+// The broker tier (Broker, audit.enable in the broker) counts what a
+// partition leader appended, by record time and by the broker's clock
+// (TierBrokerClock, shown, never balanced), a transaction's records at its
+// COMMIT; the mirror tier (Mirror, `sluice mirror --audit`) counts what the
+// mirror copied, in the transaction of the copies. Broker and Mirror say
+// what each guarantees. `sluice audit --source-bootstrap A` reads the
+// producer and broker tiers of a mirror's source cluster (Relabel: its
+// broker tier becomes TierSourceBroker) beside the target's tiers.
+//
 // A producer built on franz-go counts with a Hook (kgo.WithHooks): every
 // record acknowledged (OnProduceRecordUnbuffered with a nil error) is
 // counted by its record timestamp into windows of Window (default 10m), and

@@ -66,7 +66,9 @@ func (r *Reader) Read(ctx context.Context, client []kgo.Opt) (Counts, error) {
 	}
 	defer adm.Close()
 	kadmin := kadm.NewClient(adm)
-	ends, err := kadmin.ListEndOffsets(ctx, Topic)
+	// The last stable offsets: a mirror writes its counts in transactions,
+	// and only committed counts are read (read_committed).
+	ends, err := kadmin.ListCommittedOffsets(ctx, Topic)
 	if err != nil {
 		return Counts{}, fmt.Errorf("audit: end offsets of %s: %w", Topic, err)
 	}
@@ -137,7 +139,8 @@ func (r *Reader) Read(ctx context.Context, client []kgo.Opt) (Counts, error) {
 func (r *Reader) read(ctx context.Context, client []kgo.Opt, parts map[int32]kgo.Offset, want map[int32]int64) error {
 	ends := maps.Clone(want)
 	cl, err := kgo.NewClient(append(slices.Clip(client),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: parts}))...)
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: parts}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return fmt.Errorf("audit: client: %w", err)
 	}
@@ -160,6 +163,9 @@ func (r *Reader) read(ctx context.Context, client []kgo.Opt, parts map[int32]kgo
 			}
 			if rec.Offset == end-1 {
 				delete(want, rec.Partition)
+			}
+			if rec.Attrs.IsControl() {
+				return // a transaction's marker (the mirror tier's)
 			}
 			read++
 			key := string(rec.Key)

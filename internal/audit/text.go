@@ -26,13 +26,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			rest = append(rest, t)
 		}
 	}
-	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+	sort.Slice(rest, func(i, j int) bool {
+		return tierRank(rest[i]) < tierRank(rest[j]) || tierRank(rest[i]) == tierRank(rest[j]) && rest[i] < rest[j]
+	})
 	order = append(order, rest...)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := []string{"TOPIC", "WINDOW"}
 	for _, t := range order {
 		head = append(head, strings.ToUpper(string(t)))
-		if t != TierProducer {
+		if t != TierProducer && !informational(t) {
 			head = append(head, "DIFF")
 		}
 	}
@@ -47,7 +49,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, t := range order {
 			tc, ok := win.Tiers[t]
 			switch {
-			case t == TierProducer:
+			case t == TierProducer || informational(t):
 				cols = append(cols, fmt.Sprint(tc.Messages))
 			case t == TierLoad && tc.Filtered > 0:
 				cols = append(cols, fmt.Sprintf("%d+%d filtered", tc.Messages, tc.Filtered), signed(win.Diff[t]))

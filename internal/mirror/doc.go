@@ -106,9 +106,19 @@
 //
 // One goroutine owns a session's state (copySession); franz-go's produce
 // promises write only the open transaction's txn fields, under txn.mu, and
-// Flush orders them before commit reads them. Observer (an audit counter)
-// is called on the copy loop's goroutine: Copied per record, Ended per
-// transaction with its outcome.
+// Flush orders them before commit reads them. The mirror tier's counter
+// (Config.Audit, an audit.Mirror) is used by the copy loop's goroutine only.
+//
+// # The audit's mirror tier
+//
+// With Config.Audit (`sluice mirror --audit`) each transaction also holds,
+// for every (topic, window of record time) it copied into, the mirror's new
+// cumulative count as an _audit record on the target (tier "mirror",
+// origin "NAME/SOURCE-CLUSTER-ID"). A session starts its counts from the
+// target's committed _audit (read_committed, after InitProducerId aborted
+// the last instance's open transaction), so the counts and the copies
+// commit or abort together: a kill -9 at any moment neither loses nor
+// double counts. _audit itself is never mirrored.
 //
 // Usage:
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/audit"
 	"github.com/sluicehq/sluice/internal/kafka"
 	"github.com/sluicehq/sluice/internal/mutate"
 )
@@ -32,16 +33,6 @@ var (
 	// OnOutOfRange is "fail", or when the position is beyond the source's end.
 	ErrSourceTruncated = errors.New("mirror: the source no longer holds the mirror's position")
 )
-
-// Observer sees the copy loop's records: the one place an audit counter
-// hooks in. Copied is called for each record added to the open
-// transaction, Ended once when it ends; counts taken between them are final
-// only when committed is true. Both are called from the copy loop's
-// goroutine.
-type Observer interface {
-	Copied(r *kgo.Record)
-	Ended(committed bool)
-}
 
 // Config configures a mirror. Zero values are the defaults noted.
 type Config struct {
@@ -82,8 +73,11 @@ type Config struct {
 	ProgressInterval time.Duration
 	// Metrics records the mirror's metrics (nil: none).
 	Metrics *Metrics
-	// Observer, when set, sees every copied record (see Observer).
-	Observer Observer
+	// Audit publishes the mirror tier (internal/audit.Mirror): the records
+	// copied per topic and window of AuditWindow (0: 10m), in the target's
+	// _audit, in the transaction of the copies.
+	Audit       bool
+	AuditWindow time.Duration
 	// ClientOpts are added to every franz-go client (tests: logging, timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -262,6 +256,11 @@ func (m *Mirror) session(ctx context.Context, prog *kafka.Progress) error {
 	s := &copySession{m: m, prod: prod, src: kadm.NewClient(srcCl), dst: dst, st: st, prog: prog,
 		partitions: map[string]int32{}, ids: map[string]string{}, next: map[Partition]int64{}, target: map[Partition]int64{},
 		hwm: map[Partition]int64{}, lastCkpt: map[Partition]int64{}, origin: map[Partition]Mapping{}}
+	if m.cfg.Audit {
+		if err := s.startAudit(ctx); err != nil {
+			return err
+		}
+	}
 	starts, err := s.refresh(ctx, true)
 	if err != nil {
 		return err
@@ -308,6 +307,47 @@ type copySession struct {
 	origin     map[Partition]Mapping // where a partition without a position started
 	ckptAt     time.Time             // when checkpoints were last written
 	refreshAt  time.Time             // when topics were last listed
+	audit      *audit.Mirror         // the mirror tier (nil: Config.Audit off)
+	auditParts int                   // partitions of the target's _audit
+	// auditDropped is the records the mirror tier could not count, as last logged.
+	auditDropped int64
+}
+
+// startAudit starts the session's mirror tier from the counts committed in
+// the target's _audit (read after InitProducerId aborted the last
+// instance's open transaction), under the origin NAME/SOURCE-CLUSTER-ID.
+func (s *copySession) startAudit(ctx context.Context) error {
+	md, err := s.src.BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("mirror: the source's cluster id: %w", err)
+	}
+	cluster := md.Cluster
+	if cluster == "" {
+		cluster = s.m.cfg.From
+	}
+	tier, err := audit.NewMirror(audit.MirrorOrigin(s.m.cfg.Name, cluster), s.m.cfg.AuditWindow)
+	if err != nil {
+		return fmt.Errorf("%w: --audit-window: %v", ErrBadInput, err)
+	}
+	if err := audit.EnsureTopic(ctx, s.prod); err != nil {
+		return err
+	}
+	tds, err := s.dst.ListTopics(ctx, audit.Topic)
+	if err == nil {
+		err = tds.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("mirror: the target's %s: %w", audit.Topic, err)
+	}
+	counts, err := audit.ReadCounts(ctx, with(s.m.to, nil, s.m.cfg.ClientOpts))
+	if err != nil {
+		return err
+	}
+	if err := tier.Restore(counts.Counts); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	s.audit, s.auditParts = tier, len(tds[audit.Topic].Partitions)
+	return nil
 }
 
 // refresh lists the source's topics, creates or grows them on the target
@@ -360,10 +400,7 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the source's end offsets: %w", err)
 	}
-	targetEnds, err := s.dst.ListEndOffsets(ctx, fresh...)
-	if err == nil {
-		err = targetEnds.Error()
-	}
+	targetEnds, err := s.targetEnds(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: list the target's end offsets: %w", err)
 	}
@@ -403,6 +440,27 @@ func (s *copySession) refresh(ctx context.Context, first bool) (map[string]map[i
 		}
 	}
 	return out, nil
+}
+
+// targetEnds lists the end offsets of topics on the target, waiting up to
+// 10 s for topics just created to be known there (before, the session
+// failed and the mirror began only after its 0.5 s backoff).
+func (s *copySession) targetEnds(ctx context.Context, topics []string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := s.dst.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // startOf is where partition tp resumes, given the source's log start and
@@ -465,8 +523,13 @@ func (s *copySession) loop(ctx context.Context) error {
 		if err == nil {
 			err = s.commit(ctx, t)
 		}
-		if s.m.cfg.Observer != nil && t != nil && t.n > 0 {
-			s.m.cfg.Observer.Ended(err == nil)
+		if s.audit != nil {
+			s.audit.Ended(err == nil)
+			if d := s.audit.Dropped(); d > s.auditDropped {
+				s.m.log.Warn("audit: copied records not counted: the mirror tier holds at most audit.MaxCells (topic, window) counts",
+					"not_counted", d, "max_cells", audit.MaxCells)
+				s.auditDropped = d
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -561,8 +624,8 @@ func (s *copySession) collect(ctx context.Context) (*txn, error) {
 				if r.Attrs.IsControl() {
 					continue
 				}
-				if obs := s.m.cfg.Observer; obs != nil {
-					obs.Copied(r)
+				if s.audit != nil {
+					s.audit.Copied(r)
 				}
 				out := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
 					Headers: r.Headers, Timestamp: r.Timestamp}
@@ -621,6 +684,13 @@ func (s *copySession) commit(ctx context.Context, t *txn) error {
 		state = append(state, positionRecord(s.m.ckptTopic, tp, Position{Mapping: Mapping{Source: next, Target: target}, CommittedMs: now.UnixMilli(), TopicID: s.ids[tp.Topic]}))
 	}
 	t.mu.Unlock()
+	if s.audit != nil { // the counts commit with the copies they count
+		recs, err := s.audit.Records(now, s.auditParts)
+		if err != nil {
+			return err
+		}
+		state = append(state, recs...)
+	}
 	var ckpts map[Partition]*Checkpoints
 	if ckptDue {
 		ckpts = s.checkpoints(t, targets, now)

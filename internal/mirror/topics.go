@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/internal/audit"
 )
 
 // skippedConfigs are source topic configs the target does not copy:
@@ -44,7 +46,13 @@ func fullMatch(re *regexp.Regexp, s string) bool {
 
 // Match reports whether topic is mirrored. An internal topic (`__*`,
 // `_schemas`) is mirrored only when the Topics pattern is that literal name.
+//
+// The _audit topic is never mirrored: each cluster's _audit holds its own
+// tiers' books (the mirror publishes its own counts to the target's).
 func (s Selection) Match(topic string) bool {
+	if topic == audit.Topic {
+		return false
+	}
 	if s.Topics == nil || !fullMatch(s.Topics, topic) {
 		return false
 	}

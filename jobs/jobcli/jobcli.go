@@ -38,9 +38,9 @@ func Main() {
 	}
 }
 
-// Commands returns the load, checkpoints and replay commands.
+// Commands returns the load, checkpoints, replay and compact commands.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{LoadCommand(), CheckpointsCommand(), ReplayCommand()}
+	return []*cobra.Command{LoadCommand(), CheckpointsCommand(), ReplayCommand(), CompactCommand()}
 }
 
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {

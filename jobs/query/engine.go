@@ -289,7 +289,41 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 // Query runs query and returns its rows (the caller closes them, before
 // the engine's next call) and what it read. The rows are read a page at a
 // time (result.go): memory stays bounded whatever the result size.
+//
+// A compaction that commits while the query runs removes the files it
+// replaced: a query that fails with one of its files gone reads the
+// manifests and compaction records again and runs once more (up to
+// vanishRetries times), so it answers over the old files or the new ones.
 func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
+	for try := 0; ; try++ {
+		rows, p, err := e.query(ctx, query)
+		if err == nil || try >= vanishRetries || p == nil || !e.vanished(p) {
+			return rows, p, err
+		}
+		e.wh.datasets = map[string]*Dataset{} // read the commits again
+	}
+}
+
+// vanishRetries bounds the re-runs of a query whose files a compaction
+// replaced under it.
+const vanishRetries = 3
+
+// vanished reports whether a file of p is gone from both its final and its
+// temporary path (a compaction replaced it since the plan was made).
+func (e *Engine) vanished(p *Plan) bool {
+	for _, t := range p.Tables {
+		for _, f := range t.Files {
+			fin, err1 := vfs.Exists(e.wh.fs, f.Path)
+			tmp, err2 := vfs.Exists(e.wh.fs, f.Temp)
+			if err1 == nil && err2 == nil && !fin && !tmp {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (e *Engine) query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	if err := e.dropPrevious(ctx); err != nil {
 		return nil, nil, err
 	}

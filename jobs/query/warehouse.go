@@ -326,14 +326,18 @@ func (w *Warehouse) load(name, dir string) (*Dataset, error) {
 					d.Torn = d.Torn - 1 + len(j.Unwrap())
 				}
 			}
-			for _, m := range ms {
-				for _, f := range m.Files {
-					df, err := dataFile(dir, m, f)
-					if err != nil {
-						return nil, fmt.Errorf("%w: dataset %s: %v", ErrData, name, err)
-					}
-					d.Files = append(d.Files, df)
+			// The manifests first, then the compaction records over them:
+			// a rewrite committed in between shows as its new files.
+			files, err := store.CommittedFiles(t.Name, part, ms)
+			if err != nil {
+				return nil, fmt.Errorf("%w: dataset %s: compactions of %s/%d: %v", ErrData, name, t.Name, part, err)
+			}
+			for _, f := range files {
+				df, err := dataFile(dir, t.Name, part, f.File)
+				if err != nil {
+					return nil, fmt.Errorf("%w: dataset %s: %v", ErrData, name, err)
 				}
+				d.Files = append(d.Files, df)
 			}
 		}
 	}
@@ -341,9 +345,9 @@ func (w *Warehouse) load(name, dir string) (*Dataset, error) {
 	return d, nil
 }
 
-func dataFile(dir string, m *writers.Manifest, f writers.File) (DataFile, error) {
+func dataFile(dir, topic string, partition int32, f writers.File) (DataFile, error) {
 	df := DataFile{Path: path.Join(dir, f.Final), Temp: path.Join(dir, f.Temp), Records: f.Records, Bytes: f.Bytes,
-		Topic: m.Topic, Part: m.Partition, First: f.First, Last: f.Last, Schema: f.Schema}
+		Topic: topic, Part: partition, First: f.First, Last: f.Last, Schema: f.Schema}
 	base := path.Base(f.Final)
 	switch {
 	case strings.HasSuffix(base, ".parquet"):
@@ -357,8 +361,8 @@ func dataFile(dir string, m *writers.Manifest, f writers.File) (DataFile, error)
 	case strings.HasSuffix(base, ".jsonl.zst"):
 		df.Format, df.Compression = "json", "zstd"
 	default:
-		return df, fmt.Errorf("file %s of commit %s/%d@%d has no known format extension (.parquet, .avro, .jsonl[.gz|.zst])",
-			f.Final, m.Topic, m.Partition, m.Start)
+		return df, fmt.Errorf("file %s of %s/%d has no known format extension (.parquet, .avro, .jsonl[.gz|.zst])",
+			f.Final, topic, partition)
 	}
 	for _, seg := range strings.Split(path.Dir(f.Final), "/") {
 		if k, v, ok := strings.Cut(seg, "="); ok && k != "" {

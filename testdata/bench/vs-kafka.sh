@@ -36,6 +36,9 @@
 # with a three-broker Apache Kafka cluster (KRaft): replication factor 3,
 # min.insync.replicas 2, acks=all; see testdata/bench/vs-kafka-replicated.sh
 # for what it measures and its environment variables.
+# MODE=tls compares PLAINTEXT with SASL_SSL (SCRAM-SHA-512) on one sluice
+# broker and on one Apache Kafka broker, produce and consume (ratio of
+# ratios); see testdata/bench/vs-kafka-tls.sh.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -196,6 +199,11 @@ pair() { # mode runner args... (first arg @ADDR@)
 if [ "$MODE" = replicated ]; then
   # shellcheck source=testdata/bench/vs-kafka-replicated.sh
   . "$ROOT/testdata/bench/vs-kafka-replicated.sh"
+  exit 0
+fi
+if [ "$MODE" = tls ]; then
+  # shellcheck source=testdata/bench/vs-kafka-tls.sh
+  . "$ROOT/testdata/bench/vs-kafka-tls.sh"
   exit 0
 fi
 

@@ -3,7 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand"
+	"path/filepath"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,7 +86,12 @@ func TestLoaderDiskFull(t *testing.T) {
 	r := harness.NewRun(t, "loader-disk-full", 4*time.Second)
 	b := startBroker(t, r, "broker", "num.partitions=3\n")
 	sluice.CreateTopic(t, b.HostPort, "chaos", 3)
-	wh := r.Disk(r.WorkDir("warehouse"), 4<<20)
+	// The filler takes whatever is free, so the size only has to hold what the
+	// run produces: about 160 bytes a record loaded in 100-record tasks, at the
+	// producer's 200 records a second, is 2 MiB a minute (a 3-minute run
+	// outgrew a fixed 4 MiB after the heal, and the catch-up loads then failed
+	// for want of room, not of recovery).
+	wh := r.Disk(r.WorkDir("warehouse"), warehouseDiskSize(r.Duration))
 	spec, err := workload.LoadSpec(r.WorkDir("jobs"), workload.LoadConfig{Name: "chaos-disk-full", Bootstrap: []string{b.HostPort},
 		Topic: "chaos", Warehouse: wh.Dir, MaxRecordsPerTask: 100})
 	if err != nil {
@@ -144,10 +153,13 @@ func TestLoaderDiskFull(t *testing.T) {
 			break
 		}
 		if i == 20 {
-			t.Errorf("20 loads after the disk was freed did not reach %v: at %v (last run: %v)", ends, got, a.err)
+			t.Errorf("20 loads after the disk was freed did not reach %v: at %v (last run: %v); the warehouse holds %s", ends, got, a.err, diskUsage(wh.Dir))
 			break
 		}
 	}
+	usage := diskUsage(wh.Dir)
+	r.Note("warehouse", "after the catch-up", usage)
+	t.Logf("warehouse (%d bytes) after the catch-up: %s", wh.Size, usage)
 	if _, err := workload.ReadWarehouse(ctx, rec, 11, wh.Dir, "chaos", []int32{0, 1, 2}, final.Ranges); err != nil {
 		t.Error(err)
 	}
@@ -201,4 +213,54 @@ func countDuring(as []loadAttempt) int {
 		}
 	}
 	return n
+}
+
+// warehouseDiskSize is the warehouse tmpfs of a run of d: 4 MiB and 4 MiB
+// more a minute (twice what the loads write).
+func warehouseDiskSize(d time.Duration) int64 {
+	return 4<<20 + int64(d/time.Second)*(4<<20)/60
+}
+
+// diskUsage says how the bytes under dir are spread over its directories
+// two levels down (the biggest first), for a failure's report.
+func diskUsage(dir string) string {
+	type use struct {
+		bytes int64
+		files int
+	}
+	by := map[string]*use{}
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, filepath.Dir(p))
+		if parts := strings.Split(rel, string(filepath.Separator)); len(parts) > 2 {
+			rel = filepath.Join(parts[:2]...)
+		}
+		u := by[rel]
+		if u == nil {
+			u = &use{}
+			by[rel] = u
+		}
+		u.bytes += info.Size()
+		u.files++
+		return nil
+	})
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return by[keys[i]].bytes > by[keys[j]].bytes })
+	var b strings.Builder
+	for i, k := range keys {
+		if i == 12 {
+			break
+		}
+		fmt.Fprintf(&b, "%s: %d bytes in %d files; ", k, by[k].bytes, by[k].files)
+	}
+	return b.String()
 }

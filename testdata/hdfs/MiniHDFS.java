@@ -1,6 +1,13 @@
 // MiniHDFS starts a one-DataNode MiniDFSCluster for sluice's tests.
 //
-// Usage: java -cp CLASSPATH:classes MiniHDFS BASEDIR [NAMENODE_PORT]
+// Usage: java -cp CLASSPATH:classes [-Dminihdfs.conf=EXTRA.xml] MiniHDFS BASEDIR [NAMENODE_PORT]
+//
+// -Dminihdfs.conf names a Hadoop configuration file added on top of the
+// settings below: testdata/harness/hdfs's StartSecure writes one that turns
+// on Kerberos (hadoop.security.authentication=kerberos, the NameNode's and
+// DataNode's principals and keytabs, block access tokens, SASL on data
+// transfer); the JVM then also gets -Djava.security.krb5.conf naming the
+// harness's KDC.
 //
 // It listens on 127.0.0.1 only, prints one line "MINIHDFS READY hdfs://127.0.0.1:PORT"
 // to stdout when the cluster is active, and shuts the cluster down when its
@@ -10,7 +17,9 @@ import java.io.File;
 import java.io.InputStream;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.security.UserGroupInformation;
 
 public final class MiniHDFS {
   public static void main(String[] args) throws Exception {
@@ -40,6 +49,13 @@ public final class MiniHDFS {
     // The lease soft limit decides how soon another writer may recover a file
     // whose writer died (the kill -9 test); keep it short.
     conf.set("dfs.namenode.lease-recheck-interval-ms", "500");
+    String extra = System.getProperty("minihdfs.conf");
+    if (extra != null && !extra.isEmpty()) {
+      conf.addResource(new Path(extra));
+      // UserGroupInformation reads hadoop.security.authentication once per
+      // JVM: give it this configuration before any Hadoop class logs in.
+      UserGroupInformation.setConfiguration(conf);
+    }
 
     MiniDFSCluster.Builder b = new MiniDFSCluster.Builder(conf)
         .numDataNodes(1)

@@ -18,7 +18,11 @@ var ErrBadURI = errors.New("filesystem: bad URI")
 //	/abs/dir or rel/dir      the same, without a scheme
 //	hdfs://host:port/path    an HDFS directory (created if needed)
 //	hdfs:///path             NameNodes from HADOOP_CONF_DIR
-func Open(uri string) (vfs.FS, error) {
+func Open(uri string) (vfs.FS, error) { return OpenWith(uri, HDFSOptions{}) }
+
+// OpenWith is Open with the options of an hdfs:// URI (its Kerberos
+// login: a job's output.kerberos).
+func OpenWith(uri string, hopts HDFSOptions) (vfs.FS, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrBadURI, uri, err)
@@ -35,7 +39,7 @@ func Open(uri string) (vfs.FS, error) {
 		}
 		return local(NewLocal(filepath.FromSlash(u.Path)))
 	case "hdfs":
-		h, err := NewHDFS(u.Host, u.Path, HDFSOptions{})
+		h, err := NewHDFS(u.Host, u.Path, hopts)
 		if err != nil {
 			return nil, err
 		}

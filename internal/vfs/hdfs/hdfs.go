@@ -33,18 +33,23 @@
 package hdfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/user"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	krb "github.com/jcmturner/gokrb5/v8/client"
 
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/vfs"
@@ -59,6 +64,7 @@ type FS struct {
 	client *hdfs.Client
 	addr   string
 	opts   Options
+	krb    *krb.Client // nil on a cluster without Kerberos
 
 	mu          sync.Mutex // guards the two fields below
 	replication int
@@ -76,12 +82,24 @@ type Options struct {
 	Clock clock.Clock
 	// CloseTimeout bounds the retries of Close (default 60s).
 	CloseTimeout time.Duration
+	// Kerberos logs in to a Kerberized cluster. It is used when set, or
+	// when the Hadoop configuration says
+	// hadoop.security.authentication=kerberos (then from the environment:
+	// see Kerberos).
+	Kerberos Kerberos
+	// DialNamenode dials the NameNode (default a net.Dialer); the fault
+	// tests wrap it to drop live connections.
+	DialNamenode func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New connects to the NameNode at addr ("host:port[,host:port]"; empty means
 // the NameNodes of the Hadoop configuration found through HADOOP_CONF_DIR or
 // HADOOP_HOME). The user is opts.User, else HADOOP_USER_NAME, else the OS
-// user.
+// user; on a Kerberized cluster it is the Kerberos principal (see
+// Options.Kerberos), the NameNode's principal is the configuration's
+// dfs.namenode.kerberos.principal (its _HOST replaced by the NameNode's
+// host name), and dfs.data.transfer.protection sets SASL on the DataNode
+// connections.
 func New(addr string, opts Options) (*FS, error) {
 	conf, err := hadoopconf.LoadFromEnvironment()
 	if err != nil {
@@ -105,15 +123,49 @@ func New(addr string, opts Options) (*FS, error) {
 		}
 		o.User = u.Username
 	}
+	o.NamenodeDialFunc = opts.DialNamenode
+	if o.KerberosClient != nil || opts.Kerberos.Enabled() {
+		if o.KerberosServicePrincipleName == "" {
+			return nil, fmt.Errorf("%w: no NameNode principal: set dfs.namenode.kerberos.principal (e.g. hdfs/_HOST@REALM) in HADOOP_CONF_DIR's hdfs-site.xml", ErrKerberos)
+		}
+		if o.KerberosClient, err = login(opts.Kerberos); err != nil {
+			return nil, err
+		}
+	}
 	c, err := hdfs.NewClient(o)
 	if err != nil {
-		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), err)
+		if o.KerberosClient != nil {
+			o.KerberosClient.Destroy()
+		}
+		return nil, fmt.Errorf("hdfs: connecting to %s: %w", strings.Join(o.Addresses, ","), explain(err, o))
 	}
 	opts.Clock = clock.OrReal(opts.Clock)
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 60 * time.Second
 	}
-	return &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts}, nil
+	h := &FS{client: c, addr: strings.Join(o.Addresses, ","), opts: opts, krb: o.KerberosClient}
+	// The first call shows whether the NameNode took the connection: a
+	// secure NameNode answers a simple-auth client with a connection error
+	// the client sees only at its first call.
+	if _, _, err := h.defaults(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("hdfs: connecting to %s: %w", h.addr, explain(err, o))
+	}
+	return h, nil
+}
+
+// explain adds what a refused connection most likely means.
+func explain(err error, o hdfs.ClientOptions) error {
+	msg := err.Error()
+	switch {
+	case o.KerberosClient == nil && (strings.Contains(msg, "SIMPLE authentication is not enabled") || strings.Contains(msg, "unexpected sequence number")):
+		// The client reads a connection-level error (callId -1, "SIMPLE
+		// authentication is not enabled") as an unexpected sequence number.
+		return fmt.Errorf("%w: the NameNode refused this simple-auth (no Kerberos) connection: the cluster requires Kerberos: set hadoop.security.authentication=kerberos in HADOOP_CONF_DIR's core-site.xml, or output.kerberos", err)
+	case o.KerberosClient != nil && strings.Contains(msg, "kerberos authentication not supported"):
+		return fmt.Errorf("%w (the NameNode does not take Kerberos: is hadoop.security.authentication=kerberos on the cluster?)", err)
+	}
+	return err
 }
 
 // Client returns the underlying HDFS client (for tests and tools).
@@ -126,14 +178,30 @@ func (h *FS) CloseTimeout() time.Duration { return h.opts.CloseTimeout }
 // String implements vfs.FS.
 func (h *FS) String() string { return "hdfs://" + h.addr }
 
-// Close implements vfs.FS.
-func (h *FS) Close() error { return h.client.Close() }
+// Close implements vfs.FS (it also ends the Kerberos login's renewals).
+func (h *FS) Close() error {
+	err := h.client.Close()
+	if h.krb != nil {
+		h.krb.Destroy()
+	}
+	return err
+}
+
+// KerberosPrincipal returns the principal the client logged in as (""
+// without Kerberos).
+func (h *FS) KerberosPrincipal() string {
+	if h.krb == nil {
+		return ""
+	}
+	return h.krb.Credentials.UserName() + "@" + h.krb.Credentials.Realm()
+}
 
 func (h *FS) defaults() (int, int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.replication == 0 {
-		d, err := h.client.ServerDefaults()
+		var d hdfs.ServerDefaults
+		err := h.again(func() (err error) { d, err = h.client.ServerDefaults(); return err })
 		if err != nil {
 			return 0, 0, fmt.Errorf("hdfs: server defaults: %w", err)
 		}
@@ -169,7 +237,7 @@ func (h *FS) createErr(name string, err error) error {
 	if errors.Is(err, fs.ErrExist) {
 		return &fs.PathError{Op: "create", Path: name, Err: vfs.ErrExist}
 	}
-	if _, serr := h.client.Stat(name); serr == nil {
+	if _, serr := h.stat(name); serr == nil {
 		return &fs.PathError{Op: "create", Path: name, Err: fmt.Errorf("%w (%v)", vfs.ErrExist, err)}
 	}
 	return err
@@ -191,7 +259,8 @@ func (h *FS) WriteExclusive(name string, data []byte) error {
 
 // Open implements vfs.FS.
 func (h *FS) Open(name string) (vfs.File, error) {
-	r, err := h.client.Open(name)
+	var r *hdfs.FileReader
+	err := h.again(func() (err error) { r, err = h.client.Open(name); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +284,12 @@ func (h *FS) RenameReplace(oldname, newname string) error {
 // RenameNoReplace implements vfs.FS: check that newname is missing, then
 // rename (exclusive only when no one else creates newname).
 func (h *FS) RenameNoReplace(oldname, newname string) error {
-	if _, err := h.client.Stat(newname); err == nil {
+	if _, err := h.stat(newname); err == nil {
 		return &fs.PathError{Op: "rename", Path: newname, Err: vfs.ErrExist}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if _, err := h.client.Stat(oldname); err != nil {
+	if _, err := h.stat(oldname); err != nil {
 		return err
 	}
 	return h.client.Rename(oldname, newname)
@@ -231,18 +300,21 @@ func (h *FS) Remove(name string) error { return h.client.Remove(name) }
 
 // RemoveAll implements vfs.FS.
 func (h *FS) RemoveAll(name string) error {
-	if err := h.client.RemoveAll(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := h.again(func() error { return h.client.RemoveAll(name) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
 }
 
 // MkdirAll implements vfs.FS.
-func (h *FS) MkdirAll(dir string) error { return h.client.MkdirAll(dir, 0o755) }
+func (h *FS) MkdirAll(dir string) error {
+	return h.again(func() error { return h.client.MkdirAll(dir, 0o755) })
+}
 
 // List implements vfs.FS.
 func (h *FS) List(dir string) ([]vfs.FileInfo, error) {
-	ents, err := h.client.ReadDir(dir)
+	var ents []fs.FileInfo
+	err := h.again(func() (err error) { ents, err = h.client.ReadDir(dir); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +328,7 @@ func (h *FS) List(dir string) ([]vfs.FileInfo, error) {
 
 // Stat implements vfs.FS.
 func (h *FS) Stat(name string) (vfs.FileInfo, error) {
-	st, err := h.client.Stat(name)
+	st, err := h.stat(name)
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
@@ -265,3 +337,41 @@ func (h *FS) Stat(name string) (vfs.FileInfo, error) {
 
 // SyncDir implements vfs.FS: nothing to do (the NameNode's edit log).
 func (h *FS) SyncDir(string) error { return nil }
+
+func (h *FS) stat(name string) (st fs.FileInfo, err error) {
+	err = h.again(func() (err error) { st, err = h.client.Stat(name); return err })
+	return st, err
+}
+
+// again runs an idempotent NameNode call, and again when it failed
+// because its NameNode connection was lost (closed by the NameNode or the
+// network, a NameNode restart): the client notices a dead connection only
+// when a call fails on it, and then keeps the NameNode out for its 5 s
+// backoff, so the next tries wait that out and dial again; on a Kerberized
+// cluster the new connection authenticates with a new service ticket from
+// the (renewed) login. At most three tries. Calls that change the
+// namespace in ways a retry could misreport (create, rename, remove) are
+// not retried; the next call reconnects.
+func (h *FS) again(call func() error) error {
+	err := call()
+	for try := 1; try < 3 && err != nil && connectionLost(err); try++ {
+		if strings.Contains(err.Error(), "no available namenodes") {
+			time.Sleep(namenodeBackoff)
+		}
+		err = call()
+	}
+	return err
+}
+
+// namenodeBackoff is how long the client keeps a failed NameNode out
+// (colinmarc/hdfs's backoffDuration), with a margin.
+const namenodeBackoff = 5*time.Second + 200*time.Millisecond
+
+// connectionLost reports an error of a connection the peer closed.
+func connectionLost(err error) bool {
+	if strings.Contains(err.Error(), "no available namenodes") && !strings.Contains(err.Error(), "kerberos") && !strings.Contains(err.Error(), "KRB") {
+		return true // the backoff after a lost connection
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}

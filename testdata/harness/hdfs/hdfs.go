@@ -153,8 +153,10 @@ func tail(p string) string {
 	return string(b)
 }
 
-// Stop shuts the cluster down (if started) and removes its data.
+// Stop shuts the clusters down (if started; the Kerberized one and its KDC
+// too) and removes their data.
 func Stop() {
+	stopSecure()
 	mu.Lock()
 	defer mu.Unlock()
 	if cmd == nil {
