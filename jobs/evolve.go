@@ -40,13 +40,18 @@ var ErrSchemaChange = errors.New("jobs: incompatible schema change")
 // start of every run over every version of each topic's subject
 // (<topic>-value) before the run's first write, and again for a writer
 // schema met in the records that the listing did not hold (registered
-// since, or under another subject) before its first record is written.
+// since, or under another subject) before its first record is written,
+// against the versions of the subject the registry names it under (the
+// first; a schema under no subject against the others under none).
 type evolution struct {
 	mu sync.Mutex
-	// merged holds the widest type seen of every field path ("a.b", "xs[]"
-	// for array items, "m{}" for map values), nulls taken off (guarded by
-	// mu); empty until the first schema.
-	merged map[string]avro.Schema
+	// merged holds, per subject (a topic's <topic>-value; "" for schemas
+	// the registry names under no subject), the widest type seen of every
+	// field path ("a.b", "xs[]" for array items, "m{}" for map values),
+	// nulls taken off (guarded by mu); empty until its first schema. A
+	// subject's versions are one table's; schemas of other subjects met in
+	// a topic's records are merged with their own subject's.
+	merged map[string]map[string]avro.Schema
 	// admitted holds the schema ids checked (guarded by mu).
 	admitted map[int]bool
 	// names holds each id's subject and version (guarded by mu).
@@ -61,7 +66,10 @@ func (d *registryDecoder) checkEvolution(ctx context.Context, topics []string) e
 		subject := t + "-value"
 		versions, err := d.cl.SubjectVersions(ctx, subject)
 		var re *sr.ResponseError
-		if errors.As(err, &re) && re.StatusCode == 404 {
+		if errors.As(err, &re) && (re.StatusCode == 404 || re.StatusCode == 401 || re.StatusCode == 403) {
+			// No such subject, or one the loader's registry user may not
+			// list (it may still read schemas by id): its schemas are
+			// checked as the records meet them.
 			continue
 		}
 		if err != nil {
@@ -145,15 +153,20 @@ func (e *evolution) admit(ss sr.SubjectSchema, s avro.Schema) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.admitted == nil {
-		e.admitted, e.names, e.merged = map[int]bool{}, map[int]sr.SubjectSchema{}, map[string]avro.Schema{}
+		e.admitted, e.names, e.merged = map[int]bool{}, map[int]sr.SubjectSchema{}, map[string]map[string]avro.Schema{}
 	}
 	if e.admitted[ss.ID] {
 		return nil
 	}
+	merged := e.merged[ss.Subject]
+	if merged == nil {
+		merged = map[string]avro.Schema{}
+		e.merged[ss.Subject] = merged
+	}
 	fields := map[string]avro.Schema{}
 	defaults := map[string]bool{}
 	flattenFields("", s, fields, defaults)
-	first := len(e.merged) == 0
+	first := len(merged) == 0
 	paths := make([]string, 0, len(fields))
 	for p := range fields {
 		paths = append(paths, p)
@@ -162,10 +175,10 @@ func (e *evolution) admit(ss sr.SubjectSchema, s avro.Schema) error {
 	widened := map[string]avro.Schema{}
 	for _, p := range paths {
 		t := fields[p]
-		old, seen := e.merged[p]
+		old, seen := merged[p]
 		if !seen {
 			parent, top := parentPath(p)
-			if _, parentSeen := e.merged[parent]; !first && !defaults[p] && (top || parentSeen) {
+			if _, parentSeen := merged[parent]; !first && !defaults[p] && (top || parentSeen) {
 				return e.refuse(ss, p, "is added without a default")
 			}
 			widened[p] = t
@@ -187,7 +200,7 @@ func (e *evolution) admit(ss sr.SubjectSchema, s avro.Schema) error {
 		}
 	}
 	for p, t := range widened {
-		e.merged[p] = t
+		merged[p] = t
 	}
 	e.admitted[ss.ID] = true
 	if ss.Subject != "" {

@@ -52,7 +52,7 @@ func TestEvolutionRules(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, c.err)
 			}
 			// refused: nothing merged, so the same schema is refused again
-			if err := e.admit(sr.SubjectSchema{ID: 2}, rec(c.next)); !errors.Is(err, ErrSchemaChange) {
+			if err := e.admit(sr.SubjectSchema{Subject: "t-value", Version: 2, ID: 2}, rec(c.next)); !errors.Is(err, ErrSchemaChange) {
 				t.Fatalf("refused once, admitted the second time: %v", err)
 			}
 		})
@@ -70,5 +70,9 @@ func TestEvolutionRules(t *testing.T) {
 	}
 	if err := e.admit(sr.SubjectSchema{ID: 10}, rec(`{"name":"id","type":"long"},{"name":"s","type":"int","default":0}`)); err == nil || !strings.Contains(err.Error(), `field "s" changes type from string to int`) {
 		t.Fatalf("a removed field back with another type: %v", err)
+	}
+	// Another subject's schemas merge with their own subject's only.
+	if err := e.admit(sr.SubjectSchema{Subject: "other-value", Version: 1, ID: 11}, rec(`{"name":"id","type":"string"}`)); err != nil {
+		t.Fatalf("another subject's first schema: %v", err)
 	}
 }
