@@ -381,7 +381,6 @@ type compactSource struct {
 func (l *Loader) writeCompacted(ctx context.Context, a *writers.CompactionAttempt, dir string, srcs []compactSource) (*writers.CompactedFile, error) {
 	_, ext, _ := fileKind(srcs[0].file.Final)
 	cf := &writers.CompactedFile{}
-	cf.Schema = srcs[0].file.Schema // a run's files share their columns (schemaKey); the manifest names them
 	first, last := int64(-1), int64(-1)
 	var want int64
 	for _, s := range srcs {
