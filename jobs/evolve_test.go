@@ -252,6 +252,19 @@ func TestSchemaEvolutionOneTable(t *testing.T) {
 	if got := evoAnswersOf(t, uri, "evo_avro"); got != want {
 		t.Fatalf("answers of the Avro output:\n%s\nwant\n%s", got, want)
 	}
+	// Compacted: hour 12 holds v3's and v4's files, compacted apart.
+	al, err := jobs.Open(ctx, aspec, jobs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arep, err := al.Compact(ctx, jobs.CompactOptions{})
+	al.Close()
+	if err != nil || arep.FilesAfter != 4 {
+		t.Fatalf("compacting the Avro output: %+v %v", arep, err)
+	}
+	if got := evoAnswersOf(t, uri, "evo_avro"); got != want {
+		t.Fatalf("answers of the Avro output after compaction:\n%s\nwant\n%s", got, want)
+	}
 
 	// --tables: the merged columns, then each version with its columns
 	// and hours.

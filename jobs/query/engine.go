@@ -297,7 +297,7 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	for try := 0; ; try++ {
 		rows, p, err := e.query(ctx, query)
-		if err == nil || try >= vanishRetries || p == nil || !e.vanished(p) {
+		if err == nil || try >= vanishRetries || p == nil || !e.vanished(p, err) {
 			return rows, p, err
 		}
 		e.wh.datasets = map[string]*Dataset{} // read the commits again
@@ -305,13 +305,18 @@ func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) 
 }
 
 // vanishRetries bounds the re-runs of a query whose files a compaction
-// replaced under it.
-const vanishRetries = 3
+// replaced under it. A compaction commits each partition-hour's rewrite on
+// its own, so one long query can meet several commits in a row (three
+// re-runs were too few for TestCompactLoadedTopic's six on a busy machine);
+// each re-run needs a file that really vanished, so this only bounds a
+// query racing an endless stream of compactions.
+const vanishRetries = 32
 
 // vanished reports whether a file of p was not at its final path when the
-// query failed: a compaction replaced it since the plan was made, or the
+// query failed with qerr: a compaction replaced it since the plan was made, or the
 // file was read from its temporary path while its commit moved it.
-func (e *Engine) vanished(p *Plan) bool {
+func (e *Engine) vanished(p *Plan, qerr error) bool {
+	msg := qerr.Error()
 	for _, t := range p.Tables {
 		files := append(append([]DataFile(nil), t.Files...), t.SchemaAlso...)
 		if t.SchemaFrom != nil {
@@ -321,6 +326,11 @@ func (e *Engine) vanished(p *Plan) bool {
 			// Not at its final path: gone, or read from its temporary
 			// path while its commit moved it (then it is final now).
 			if fin, err := vfs.Exists(e.wh.fs, f.Path); err == nil && !fin {
+				return true
+			}
+			// Read from its temporary path, which its commit has since
+			// moved: the error names that path.
+			if f.Temp != "" && strings.Contains(msg, path.Base(f.Temp)) {
 				return true
 			}
 		}
