@@ -32,7 +32,9 @@
 # CATCHUP_CLUSTERS (default "kafka sluice"; "sluice" skips Kafka's catch-up),
 # SLUICE_PROFILE=1 (a CPU profile of sluice broker 1, a leader of about a
 # third of the partitions, until it first stops, printed with `go tool pprof
-# -top` at the end).
+# -top` at the end), SLUICE_PROFILE=catchup (a CPU profile of the restarted
+# sluice follower from its start until it is back in the ISR, printed the
+# same way; the follower is stopped after the catch-up to write it).
 
 REPL_RECORDS_100=${REPL_RECORDS_100:-1000000}
 REPL_RECORDS_1K=${REPL_RECORDS_1K:-200000}
@@ -87,6 +89,7 @@ PROPS
 start_sluice() { # node
   local n=$1 prof=()
   [ "$SLUICE_PROFILE" = 1 ] && [ "$n" = 1 ] && prof=(--cpuprofile "$WORK/sluice-1-$(date +%s%N).pprof")
+  [ "$SLUICE_PROFILE" = catchup ] && [ -n "${CATCHUP_FOLLOWER:-}" ] && prof=(--cpuprofile "$WORK/sluice-catchup-$n.pprof")
   mkdir -p "$WORK/sluice-$n"
   "$SLUICE" broker "${prof[@]}" --zookeeper "127.0.0.1:$ZPORT/sluice-bench" --node-id "$n" --data-dir "$WORK/sluice-$n" \
     --listen "127.0.0.1:${SPORT[$n]}" --config "$WORK/sluice-cluster.properties" --log-level warn >>"$WORK/sluice-$n.log" 2>&1 &
@@ -214,7 +217,7 @@ catchup() { # cluster bootstrap
   log "$c catch-up: $n records written with broker $f down; starting it"
   if [ "$c" = kafka ]; then port=${KPORT[$f]}; else port=${SPORT[$f]}; fi
   t0=$(date +%s.%N); tr=
-  start_node "$c" "$f"
+  CATCHUP_FOLLOWER=$f start_node "$c" "$f"
   for i in $(seq 1 6000); do
     if [ -z "$tr" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then tr=$(date +%s.%N); fi
     if [ -n "$tr" ]; then
@@ -232,6 +235,10 @@ catchup() { # cluster bootstrap
   cons=$(sluice_consume "$boot" catchup "$n")
   log "$c catch-up: $secs s from start ($rate records/s), $rsecs s from its listener answering ($rrate records/s); leader read [$cons]"
   echo "$c|$n|$secs|$rate|$rsecs|$rrate|${cons%% *}" >>"$CATCH"
+  if [ "$c" = sluice ] && [ "$SLUICE_PROFILE" = catchup ]; then
+    stop_node sluice "$f"
+    go tool pprof -top -nodecount=40 "$SLUICE" "$WORK/sluice-catchup-$f.pprof" 2>/dev/null | head -50 >"$WORK/profile.txt" || true
+  fi
 }
 if [ "$CATCHUP_MB" != 0 ]; then
   for c in $CATCHUP_CLUSTERS; do
@@ -289,6 +296,10 @@ if [ -s "$CATCH" ]; then
 fi
 if [ -s "$WORK/profile.txt" ]; then
   echo
-  echo "CPU profile of sluice broker 1 over the run (go tool pprof -top):"
+  if [ "$SLUICE_PROFILE" = catchup ]; then
+    echo "CPU profile of the restarted sluice follower over its catch-up and the read after it (go tool pprof -top):"
+  else
+    echo "CPU profile of sluice broker 1 over the run (go tool pprof -top):"
+  fi
   cat "$WORK/profile.txt"
 fi
