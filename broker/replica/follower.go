@@ -132,7 +132,6 @@ type work struct {
 	latestEpoch int32
 	logStart    int64 // sent to the leader (its low watermark, DeleteRecords)
 	throttled   bool  // its bytes count against the follower throttle
-	maxBytes    int32 // its PartitionMaxBytes in this round
 }
 
 // snapshot lists the partitions of the next round: those not delayed, nor
@@ -177,37 +176,7 @@ func (f *fetcher) snapshot() (ws []work, next time.Time) {
 		}
 		p.mu.Unlock()
 	}
-	catchUpMaxBytes(ws, f.m.opts.FetchPartitionMaxBytes, f.m.opts.FetchMaxBytes)
 	return ws, next
-}
-
-// catchUpMaxBytes sets each partition's PartitionMaxBytes for a round:
-// replica.fetch.max.bytes (partMax), except that the partitions far behind
-// the leader (a.behind: a follower catching up after a restart) share what
-// replica.fetch.response.max.bytes (respMax) leaves, so that a lone
-// partition catching up fetches up to respMax per round trip rather than
-// partMax. A throttled partition keeps partMax (the throttle meters it),
-// and the answer as a whole stays bounded by respMax (the Fetch's MaxBytes).
-func catchUpMaxBytes(ws []work, partMax, respMax int32) {
-	behind := 0
-	for i := range ws {
-		ws[i].maxBytes = partMax
-		if ws[i].a.behind && !ws[i].throttled {
-			behind++
-		}
-	}
-	if behind == 0 {
-		return
-	}
-	share := partMax
-	if rest := int64(respMax) - int64(partMax)*int64(len(ws)-behind); rest > 0 {
-		share = int32(max(rest/int64(behind), int64(partMax)))
-	}
-	for i := range ws {
-		if ws[i].a.behind && !ws[i].throttled {
-			ws[i].maxBytes = share
-		}
-	}
 }
 
 func (f *fetcher) run() {
@@ -434,7 +403,7 @@ func (f *fetcher) fetch(ws []work) (delayed []partitionKey, err error) {
 		t := fetchTopicOf(&req.Topics, w.p.key.topic)
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = w.p.key.partition, w.a.epoch, w.fetchOffset
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, w.logStart, w.maxBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = w.latestEpoch, w.logStart, opts.FetchPartitionMaxBytes
 		t.Partitions = append(t.Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -530,10 +499,6 @@ func (f *fetcher) applyFetched(w work, rp *kmsg.FetchResponseTopicPartition) boo
 		}
 		f.m.metrics.fetchedBytes.Add(float64(n))
 	}
-	// Far behind: this answer was as large as asked (batches go whole, so
-	// "as large" is within one batch of the limit) and the leader has
-	// committed past what it brought. Caught up otherwise.
-	p.fetching.behind = len(rp.RecordBatches) >= int(w.maxBytes)/2 && rp.HighWatermark > p.log.LogEndOffset()
 	if hw := min(rp.HighWatermark, p.log.LogEndOffset()); hw > p.log.HighWatermark() {
 		if err := p.log.SetHighWatermark(hw); err != nil {
 			f.m.logger.Warn("set follower high watermark", "topic", p.key.topic, "partition", p.key.partition, "hw", hw, "err", err)

@@ -47,11 +47,7 @@ type fetchAssignment struct {
 	leader     int32
 	epoch      int32
 	truncating bool
-	// behind: the last answer filled its partition limit and the leader's
-	// high watermark was still ahead of the log end after it (catch-up);
-	// the next Fetch asks for more of this partition (catchUpMaxBytes).
-	behind bool
-	gen    uint64 // changes at each assignment; a fetcher's answer for another gen is dropped
+	gen        uint64 // changes at each assignment; a fetcher's answer for another gen is dropped
 }
 
 var fetchGen struct {
