@@ -15,10 +15,15 @@ import (
 // brokerConn is a fetcher's connection to a leader: one request at a time,
 // framed with kmsg.
 type brokerConn struct {
-	nc      net.Conn
-	corr    int32
-	format  *kmsg.RequestFormatter
-	buf     []byte
+	nc     net.Conn
+	corr   int32
+	format *kmsg.RequestFormatter
+	buf    []byte
+	// body holds the last answer; the next do overwrites it. A decoded
+	// answer aliases it (a Fetch's record batches), so the caller is done
+	// with one answer before it sends the next request. Reusing it saves
+	// allocating and zeroing a replica.fetch.max.bytes buffer per Fetch.
+	body    []byte
 	maxResp int // largest answer accepted
 }
 
@@ -60,7 +65,10 @@ func (c *brokerConn) do(ctx context.Context, req kmsg.Request, resp kmsg.Respons
 	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != corr {
 		return fmt.Errorf("replica: %s answer has correlation id %d, want %d", kmsg.NameForKey(req.Key()), got, corr)
 	}
-	body := make([]byte, size-4)
+	if cap(c.body) < size-4 {
+		c.body = make([]byte, size-4)
+	}
+	body := c.body[:size-4]
 	if _, err := io.ReadFull(c.nc, body); err != nil {
 		return fmt.Errorf("replica: read %s answer: %w", kmsg.NameForKey(req.Key()), err)
 	}

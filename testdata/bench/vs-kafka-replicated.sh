@@ -17,19 +17,24 @@
 #     (the restarted follower's peak starts again at zero);
 #   - catch-up: one follower of a one-partition topic stopped (SIGTERM),
 #     CATCHUP_MB MiB of 1 KiB records produced (default 1024), the follower
-#     started again and timed until the ISR holds it again (from its start:
-#     process start-up and log recovery count); against the leader's raw read
-#     rate of the same records (`sluice bench consume` right after). The
-#     ratio compares records/s: catch-up records / catch-up seconds over
-#     the consumer's records/s.
+#     started again and timed until the ISR holds it again, twice: from its
+#     process start (start-up and log recovery count) and from its listener
+#     first answering (start-up done; its first fetch follows within
+#     milliseconds); against the leader's raw read rate of the same records
+#     (`sluice bench consume` right after). The ratios compare records/s:
+#     catch-up records / catch-up seconds over the consumer's records/s.
 #
 # Environment (besides vs-kafka.sh's REPEAT, KAFKA_HEAP, COMPRESSION, KEEP):
 # REPL_RECORDS_100, REPL_RECORDS_1K (records per produce run, default
 # 1000000 and 200000), REPL_PARTITIONS, REPL_FIXED_RATE, REPL_FIXED_RECORDS,
 # FIXED=0 (skip the fixed-rate rows), CATCHUP_MB (0 skips the catch-up),
+# ONLY=catchup (only the catch-up: no produce, fixed-rate or RSS rows),
+# CATCHUP_CLUSTERS (default "kafka sluice"; "sluice" skips Kafka's catch-up),
 # SLUICE_PROFILE=1 (a CPU profile of sluice broker 1, a leader of about a
 # third of the partitions, until it first stops, printed with `go tool pprof
-# -top` at the end).
+# -top` at the end), SLUICE_PROFILE=catchup (a CPU profile of the restarted
+# sluice follower from its start until it is back in the ISR, printed the
+# same way; the follower is stopped after the catch-up to write it).
 
 REPL_RECORDS_100=${REPL_RECORDS_100:-1000000}
 REPL_RECORDS_1K=${REPL_RECORDS_1K:-200000}
@@ -37,6 +42,10 @@ REPL_PARTITIONS=${REPL_PARTITIONS:-6}
 REPL_FIXED_RATE=${REPL_FIXED_RATE:-20000}
 REPL_FIXED_RECORDS=${REPL_FIXED_RECORDS:-600000}
 CATCHUP_MB=${CATCHUP_MB:-1024}
+CATCHUP_CLUSTERS=${CATCHUP_CLUSTERS:-kafka sluice}
+ONLY=${ONLY:-}
+case "$ONLY" in ''|catchup) ;; *) die "ONLY=$ONLY: only ONLY=catchup is known" ;; esac
+[ "$ONLY" = catchup ] && [ "$CATCHUP_MB" = 0 ] && die "ONLY=catchup with CATCHUP_MB=0 runs nothing"
 SLUICE_PROFILE=${SLUICE_PROFILE:-0}
 
 ZK_JARS="/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
@@ -80,6 +89,7 @@ PROPS
 start_sluice() { # node
   local n=$1 prof=()
   [ "$SLUICE_PROFILE" = 1 ] && [ "$n" = 1 ] && prof=(--cpuprofile "$WORK/sluice-1-$(date +%s%N).pprof")
+  [ "$SLUICE_PROFILE" = catchup ] && [ -n "${CATCHUP_FOLLOWER:-}" ] && prof=(--cpuprofile "$WORK/sluice-catchup-$n.pprof")
   mkdir -p "$WORK/sluice-$n"
   "$SLUICE" broker "${prof[@]}" --zookeeper "127.0.0.1:$ZPORT/sluice-bench" --node-id "$n" --data-dir "$WORK/sluice-$n" \
     --listen "127.0.0.1:${SPORT[$n]}" --config "$WORK/sluice-cluster.properties" --log-level warn >>"$WORK/sluice-$n.log" 2>&1 &
@@ -160,7 +170,8 @@ partition_line() { # bootstrap topic
 RESULTS="$WORK/results.txt"; : >"$RESULTS"
 record() { echo "$1|$2|$3|$4" >>"$RESULTS"; log "$1 $2: kafka [$3] sluice [$4]"; }
 
-for size in 100 1024; do
+SIZES="100 1024"; [ "$ONLY" = catchup ] && SIZES="" && FIXED=0
+for size in $SIZES; do
   n=$REPL_RECORDS_100; [ "$size" -ge 1024 ] && n=$REPL_RECORDS_1K
   for b in "$KBOOT" "$SBOOT"; do
     create_replicated "$b" "rperf-$size" "$REPL_PARTITIONS"
@@ -192,7 +203,7 @@ KH=$(rss_sum VmHWM "${KPID[@]}"); SH=$(rss_sum VmHWM "${SPID[@]}")
 # --- catch-up --------------------------------------------------------------------
 CATCH="$WORK/catchup.txt"; : >"$CATCH"
 catchup() { # cluster bootstrap
-  local c=$1 boot=$2 line leader f n t0 t1 secs rate cons i isr
+  local c=$1 boot=$2 line leader f n t0 tr t1 secs rsecs rate rrate cons i isr port
   create_replicated "$boot" catchup 1
   for i in $(seq 1 150); do line=$(partition_line "$boot" catchup); [ "${line%% *}" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
   leader=${line%% *}
@@ -204,24 +215,35 @@ catchup() { # cluster bootstrap
   "$SLUICE" bench produce --bootstrap "$boot" --topic catchup --records "$n" --record-size 1024 --acks all \
     --report-interval 30s >>"$WORK/tools.log" 2>&1 || die "$c: producing $CATCHUP_MB MiB for the catch-up failed (see $WORK/tools.log)"
   log "$c catch-up: $n records written with broker $f down; starting it"
-  t0=$(date +%s.%N)
-  start_node "$c" "$f"
+  if [ "$c" = kafka ]; then port=${KPORT[$f]}; else port=${SPORT[$f]}; fi
+  t0=$(date +%s.%N); tr=
+  CATCHUP_FOLLOWER=$f start_node "$c" "$f"
   for i in $(seq 1 6000); do
-    isr=$(partition_line "$boot" catchup); isr=" ${isr#* } "
-    case "$isr" in *" $f "*) break ;; esac
+    if [ -z "$tr" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then tr=$(date +%s.%N); fi
+    if [ -n "$tr" ]; then
+      isr=$(partition_line "$boot" catchup); isr=" ${isr#* } "
+      case "$isr" in *" $f "*) break ;; esac
+    fi
     sleep 0.1
   done
   t1=$(date +%s.%N)
   case "$isr" in *" $f "*) ;; *) die "$c: broker $f not back in the ISR of catchup-0 after 10 minutes" ;; esac
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')
+  rsecs=$(awk -v a="$tr" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')
   rate=$(awk -v n="$n" -v s="$secs" 'BEGIN{printf "%.0f", n/s}')
+  rrate=$(awk -v n="$n" -v s="$rsecs" 'BEGIN{printf "%.0f", n/s}')
   cons=$(sluice_consume "$boot" catchup "$n")
-  log "$c catch-up: $secs s ($rate records/s); leader read [$cons]"
-  echo "$c|$n|$secs|$rate|${cons%% *}" >>"$CATCH"
+  log "$c catch-up: $secs s from start ($rate records/s), $rsecs s from its listener answering ($rrate records/s); leader read [$cons]"
+  echo "$c|$n|$secs|$rate|$rsecs|$rrate|${cons%% *}" >>"$CATCH"
+  if [ "$c" = sluice ] && [ "$SLUICE_PROFILE" = catchup ]; then
+    stop_node sluice "$f"
+    go tool pprof -top -nodecount=40 "$SLUICE" "$WORK/sluice-catchup-$f.pprof" 2>/dev/null | head -50 >"$WORK/profile.txt" || true
+  fi
 }
 if [ "$CATCHUP_MB" != 0 ]; then
-  catchup kafka "$KBOOT"
-  catchup sluice "$SBOOT"
+  for c in $CATCHUP_CLUSTERS; do
+    case "$c" in kafka) catchup kafka "$KBOOT" ;; sluice) catchup sluice "$SBOOT" ;; *) die "CATCHUP_CLUSTERS: unknown cluster $c" ;; esac
+  done
 fi
 KR=$(rss_sum VmRSS "${KPID[@]}"); SR=$(rss_sum VmRSS "${SPID[@]}")
 
@@ -263,16 +285,21 @@ printf '| %-34s | %7s MiB | %7s MiB | %5s |\n' "sum of peaks (VmHWM), before cat
 printf '| %-34s | %7s MiB | %7s MiB | %5s |\n' "sum at the end (VmRSS)" "$KR" "$SR" "$(ratio "$KR" "$SR")"
 if [ -s "$CATCH" ]; then
   echo
-  echo "follower catch-up: ${CATCHUP_MB} MiB of 1 KiB records written while it was down, timed from its start until the ISR holds it;"
+  echo "follower catch-up: ${CATCHUP_MB} MiB of 1 KiB records written while it was down, timed until the ISR holds it again,"
+  echo "from its process start and from its listener first answering (start-up and log recovery done, first fetch next);"
   echo "x = catch-up records/s over the leader's raw read rate (sluice bench consume of the same records)"
-  printf '| %-8s | %9s | %9s | %14s | %14s | %5s |\n' "cluster" "records" "catch-up" "catch-up rec/s" "read rec/s" "x"
-  printf '| %-8s | %9s | %9s | %14s | %14s | %5s |\n' "---" "---:" "---:" "---:" "---:" "---:"
-  while IFS='|' read -r c n secs rate cons; do
-    printf '| %-8s | %9s | %7s s | %14s | %14s | %5s |\n' "$c" "$n" "$secs" "$rate" "$(num "$cons" 0)" "$(ratio "$cons" "$rate")"
+  printf '| %-8s | %9s | %10s | %7s | %10s | %7s | %10s |\n' "cluster" "records" "from start" "x" "from ready" "x" "read rec/s"
+  printf '| %-8s | %9s | %10s | %7s | %10s | %7s | %10s |\n' "---" "---:" "---:" "---:" "---:" "---:" "---:"
+  while IFS='|' read -r c n secs rate rsecs rrate cons; do
+    printf '| %-8s | %9s | %8s s | %7s | %8s s | %7s | %10s |\n' "$c" "$n" "$secs" "$(ratio "$cons" "$rate")" "$rsecs" "$(ratio "$cons" "$rrate")" "$(num "$cons" 0)"
   done <"$CATCH"
 fi
 if [ -s "$WORK/profile.txt" ]; then
   echo
-  echo "CPU profile of sluice broker 1 over the run (go tool pprof -top):"
+  if [ "$SLUICE_PROFILE" = catchup ]; then
+    echo "CPU profile of the restarted sluice follower over its catch-up and the read after it (go tool pprof -top):"
+  else
+    echo "CPU profile of sluice broker 1 over the run (go tool pprof -top):"
+  fi
   cat "$WORK/profile.txt"
 fi
