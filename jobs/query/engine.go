@@ -292,25 +292,34 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 //
 // A compaction that commits while the query runs removes the files it
 // replaced: a query that fails with one of its files gone reads the
-// manifests and compaction records again and runs once more (up to
-// vanishRetries times), so it answers over the old files or the new ones.
+// manifests and compaction records again and runs once more, backing off,
+// for up to vanishWait, so it answers over the old files or the new ones.
 func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(vanishWait)
+	wait := 10 * time.Millisecond
+	for {
 		rows, p, err := e.query(ctx, query)
-		if err == nil || try >= vanishRetries || p == nil || !e.vanished(p, err) {
+		if err == nil || p == nil || !e.vanished(p, err) || time.Now().After(deadline) {
 			return rows, p, err
 		}
 		e.wh.datasets = map[string]*Dataset{} // read the commits again
+		select {
+		case <-ctx.Done():
+			return nil, p, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 
-// vanishRetries bounds the re-runs of a query whose files a compaction
-// replaced under it. A compaction commits each partition-hour's rewrite on
-// its own, so one long query can meet several commits in a row (three
-// re-runs were too few for TestCompactLoadedTopic's six on a busy machine);
-// each re-run needs a file that really vanished, so this only bounds a
-// query racing an endless stream of compactions.
-const vanishRetries = 32
+// vanishWait bounds how long a query whose files a compaction keeps
+// replacing under it goes on re-running. A compaction commits each
+// partition-hour's rewrite on its own and removes the files it replaced at
+// once, so over many partition-hours nearly every run of a long query meets
+// a commit (a fixed three, then 32, re-runs ran out within the compaction:
+// TestCompactKill9WhileQuerying); the backoff lets a run land between two
+// commits or after the last. Each re-run needs a file that really vanished.
+const vanishWait = 5 * time.Minute
 
 // vanished reports whether a file of p was not at its final path when the
 // query failed with qerr: a compaction replaced it since the plan was made, or the
