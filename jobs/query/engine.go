@@ -297,10 +297,18 @@ func (e *Engine) prune(ctx context.Context, d *Dataset, refs []tableRef) (TableP
 func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) {
 	deadline := time.Now().Add(vanishWait)
 	wait := 10 * time.Millisecond
+	prev := ""
 	for {
 		rows, p, err := e.query(ctx, query)
 		if err == nil || p == nil || !e.vanished(p, err) || time.Now().After(deadline) {
 			return rows, p, err
+		}
+		// Re-run only while the commits change the files planned: a file
+		// deleted outside sluice stays planned and fails at once.
+		if files := planFiles(p); files == prev {
+			return rows, p, err
+		} else {
+			prev = files
 		}
 		e.wh.datasets = map[string]*Dataset{} // read the commits again
 		select {
@@ -310,6 +318,18 @@ func (e *Engine) Query(ctx context.Context, query string) (*Rows, *Plan, error) 
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// planFiles lists the files p reads, in order: what a re-run compares.
+func planFiles(p *Plan) string {
+	var b strings.Builder
+	for _, t := range p.Tables {
+		for _, f := range t.Files {
+			b.WriteString(f.Path)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
 }
 
 // vanishWait bounds how long a query whose files a compaction keeps
